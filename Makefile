@@ -1,0 +1,72 @@
+# sandbox_store: PGXS build, tests and demo.
+#
+#   make demo   install what is missing, build, install, play the demo
+#   make test   install what is missing, build, install, run every suite
+#
+# Both start a throwaway cluster of their own (test/scripts/with-cluster.sh).
+# Single suites, against the cluster in PGHOST/PGPORT:
+#   make regresscheck | isolationcheck | pgtapcheck | stresscheck | tapcheck
+
+EXTENSION = sandbox_store
+MODULE_big = sandbox_store
+OBJS = src/sandbox_store.o src/validate.o src/locks.o src/store.o src/ensure.o
+DATA = $(wildcard sql/$(EXTENSION)--*.sql)
+PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"
+
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
+	-Wno-missing-field-initializers
+
+# pg_regress: sql/<name>.sql against expected/<name>.out, in this order.
+REGRESS = setup store ensure errors security
+# pg_isolation_regress: specs/<name>.spec against expected/<name>.out.
+ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
+	delete-waits repeatable-read lock-space
+# Perl TAP (PostgreSQL::Test::Cluster): clusters of their own.
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+EXTRA_CLEAN = results regression.diffs regression.out output_iso tmp_check log
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(PGXS),)
+include $(PGXS)
+else
+all install installcheck:
+	@echo "$(PG_CONFIG) not found: run 'make deps' (as root) or set PG_CONFIG" >&2
+	@exit 1
+endif
+
+export PG_CONFIG
+
+.PHONY: deps demo test regresscheck isolationcheck pgtapcheck stresscheck tapcheck
+
+deps:
+	test/scripts/install-deps.sh
+
+demo: deps
+	$(MAKE) all
+	$(MAKE) install
+	test/scripts/with-cluster.sh test/scripts/demo.sh
+
+test: deps
+	$(MAKE) all
+	$(MAKE) install
+	test/scripts/with-cluster.sh test/scripts/run-tests.sh
+
+regresscheck:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+
+isolationcheck:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) \
+		--dbname=isolation_regression $(ISOLATION)
+
+pgtapcheck:
+	test/scripts/pgtap.sh
+
+stresscheck:
+	test/stress/run.sh
+
+tapcheck:
+	$(prove_installcheck)

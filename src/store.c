@@ -1,0 +1,426 @@
+/*-------------------------------------------------------------------------
+ *
+ * store.c
+ *	  The managed table sandbox_store.instances: every statement that reads
+ *	  or writes it, and the SQL functions sandbox_upsert, sandbox_get,
+ *	  sandbox_delete and sandbox_list.
+ *
+ * Statements run through SPI with $n parameters; each is prepared once per
+ * backend (SPI_prepare + SPI_keepplan) and names everything schema-qualified,
+ * with OPERATOR(pg_catalog.x), so no search_path can redirect it.
+ *
+ * Callers get no privilege on the table.  EXECUTE on a function is the gate;
+ * each statement then runs as the table's owner, in a restricted security
+ * context (as pg_cron does), instead of making the functions SECURITY
+ * DEFINER: the effect is the same without a per-call search_path switch.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sandbox_store.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/itemptr.h"
+#include "utils/tuplestore.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+PG_FUNCTION_INFO_V1(sandbox_upsert);
+PG_FUNCTION_INFO_V1(sandbox_get);
+PG_FUNCTION_INFO_V1(sandbox_delete);
+PG_FUNCTION_INFO_V1(sandbox_list);
+
+/* The record columns, in Anum_instances_* order. */
+#define RECORD_COLUMNS \
+	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, " \
+	"latest_run_id, updated_at"
+
+typedef enum SbStatement
+{
+	STMT_LOOKUP,				/* the record of a key, and its ctid */
+	STMT_LIST,					/* the records of a thread */
+	STMT_UPSERT,				/* insert or fully replace a record */
+	STMT_DELETE,				/* remove a key's record */
+	STMT_STAMP,					/* stamp a fresh record with a run */
+	STMT_COUNT
+} SbStatement;
+
+typedef struct SbStatementDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[Natts_instances];
+} SbStatementDef;
+
+static const SbStatementDef statements[STMT_COUNT] = {
+	[STMT_LOOKUP] = {
+		"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
+		" WHERE key OPERATOR(pg_catalog.=) $1",
+		1, {TEXTOID}
+	},
+	[STMT_LIST] = {
+		"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
+		" WHERE thread_id OPERATOR(pg_catalog.=) $1"
+		" ORDER BY updated_at DESC, key",
+		1, {TEXTOID}
+	},
+	[STMT_UPSERT] = {
+		"INSERT INTO sandbox_store.instances AS i (" RECORD_COLUMNS ")"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7)"
+		" ON CONFLICT (key) DO UPDATE SET"
+		" provider = EXCLUDED.provider,"
+		" provider_sandbox_id = EXCLUDED.provider_sandbox_id,"
+		" latest_snapshot_id = EXCLUDED.latest_snapshot_id,"
+		" thread_id = EXCLUDED.thread_id,"
+		" latest_run_id = EXCLUDED.latest_run_id,"
+		" updated_at = EXCLUDED.updated_at"
+		" RETURNING " RECORD_COLUMNS,
+		Natts_instances,
+		{TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}
+	},
+	[STMT_DELETE] = {
+		"DELETE FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
+		1, {TEXTOID}
+	},
+	[STMT_STAMP] = {
+		"UPDATE sandbox_store.instances"
+		" SET latest_run_id = $2, updated_at = pg_catalog.now()"
+		" WHERE key OPERATOR(pg_catalog.=) $1"
+		" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=)"
+		" (pg_catalog.now() OPERATOR(pg_catalog.-) $3))"
+		" AND ($4 IS NULL OR provider OPERATOR(pg_catalog.=) $4)"
+		" RETURNING " RECORD_COLUMNS,
+		4, {TEXTOID, TEXTOID, INTERVALOID, TEXTOID}
+	},
+};
+
+static SPIPlanPtr plans[STMT_COUNT];
+
+/* The table's owner, cached until a relcache invalidation of the table. */
+static Oid	table_relid = InvalidOid;
+static Oid	table_owner = InvalidOid;
+
+static void
+table_invalidated(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == table_relid)
+	{
+		table_relid = InvalidOid;
+		table_owner = InvalidOid;
+	}
+}
+
+void
+sb_store_init(void)
+{
+	CacheRegisterRelcacheCallback(table_invalidated, (Datum) 0);
+}
+
+static Oid
+get_table_owner(void)
+{
+	if (!OidIsValid(table_owner))
+	{
+		Oid			relid = get_relname_relid("instances",
+											  get_namespace_oid("sandbox_store", false));
+		HeapTuple	tuple;
+
+		if (!OidIsValid(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("relation \"sandbox_store.instances\" does not exist"),
+					 errhint("Reinstall the extension with DROP EXTENSION and CREATE EXTENSION.")));
+		tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for relation %u", relid);
+		table_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+		table_relid = relid;
+		ReleaseSysCache(tuple);
+	}
+	return table_owner;
+}
+
+static SPIPlanPtr
+get_plan(SbStatement stmt)
+{
+	if (plans[stmt] == NULL)
+	{
+		const SbStatementDef *def = &statements[stmt];
+		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 def->sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		plans[stmt] = plan;
+	}
+	return plans[stmt];
+}
+
+/*
+ * Run one statement as the table's owner.  The caller is connected to SPI.
+ * snapshot is InvalidSnapshot for SPI's usual choice (a fresh one for a
+ * volatile caller in READ COMMITTED); read_only runs in the caller's snapshot.
+ * A failure leaves the user id to transaction abort, which restores it.
+ */
+static uint64
+execute(SbStatement stmt, Datum *args, const char *nulls, bool read_only,
+		Snapshot snapshot)
+{
+	SPIPlanPtr	plan = get_plan(stmt);
+	Oid			save_userid;
+	int			save_sec_context;
+	int			rc;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(get_table_owner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	if (snapshot != InvalidSnapshot)
+		rc = SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot,
+								  read_only, false, 0);
+	else
+		rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s",
+			 statements[stmt].sql, SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/* Record columns of SPI result row; values point into the tuple. */
+static void
+read_record(HeapTuple tuple, TupleDesc desc, SbRecord *rec)
+{
+	for (int i = 0; i < Natts_instances; i++)
+		rec->values[i] = heap_getattr(tuple, i + 1, desc, &rec->nulls[i]);
+}
+
+/* Row 0 of the last result, copied to the context SPI was entered from. */
+static void
+copy_record(SbRecord *rec)
+{
+	read_record(SPI_copytuple(SPI_tuptable->vals[0]), SPI_tuptable->tupdesc, rec);
+}
+
+static ItemPointerData
+lookup_ctid(void)
+{
+	bool		isnull;
+	Datum		ctid = heap_getattr(SPI_tuptable->vals[0], Natts_instances + 1,
+									SPI_tuptable->tupdesc, &isnull);
+
+	return *(ItemPointer) DatumGetPointer(ctid);
+}
+
+/*
+ * Under REPEATABLE READ or SERIALIZABLE, the transaction snapshot may be
+ * older than the lock: a record committed (or changed) by the previous holder
+ * while this one waited is invisible to it.  Acting on that view would create
+ * twice, so compare with the newest committed state and raise 40001 when they
+ * differ.  visible is the ctid the transaction sees, or NULL for none.
+ */
+static void
+check_snapshot_current(Datum key, const ItemPointerData *visible)
+{
+	bool		found;
+
+	if (!IsolationUsesXactSnapshot())
+		return;
+	found = execute(STMT_LOOKUP, &key, NULL, false, GetLatestSnapshot()) > 0;
+	if (found == (visible != NULL))
+	{
+		ItemPointerData latest;
+
+		if (!found)
+			return;
+		latest = lookup_ctid();
+		if (ItemPointerEquals(&latest, (ItemPointer) visible))
+			return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access to sandbox key \"%s\"",
+					TextDatumGetCString(key)),
+			 errdetail("The key's record was changed by a transaction that committed after this transaction's snapshot was taken."),
+			 errhint("Retry the transaction, or run it at READ COMMITTED.")));
+}
+
+/*
+ * Stamp the key's record with run_id and now() if it is fresh: no older than
+ * max_age (when given) and owned by provider (when given).  Returns true and
+ * the stamped record, or false when there is no fresh record.  The caller is
+ * connected to SPI and holds the key's lock; the record is copied to the
+ * context SPI was entered from.
+ */
+bool
+sb_store_stamp(const text *key, const text *run_id, const Interval *max_age,
+			   const text *provider, SbRecord *out)
+{
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	args[0] = PointerGetDatum(key);
+	args[1] = PointerGetDatum(run_id);
+	args[2] = PointerGetDatum(max_age);
+	args[3] = PointerGetDatum(provider);
+	if (max_age == NULL)
+		nulls[2] = 'n';
+	if (provider == NULL)
+		nulls[3] = 'n';
+
+	if (execute(STMT_STAMP, args, nulls, false, InvalidSnapshot) == 0)
+		return false;
+	copy_record(out);
+	return true;
+}
+
+/*
+ * Read the key's record with a fresh snapshot (READ COMMITTED), or raise
+ * 40001 if the transaction snapshot does not show the newest committed
+ * state.  Same calling convention as sb_store_stamp.
+ */
+bool
+sb_store_lookup(const text *key, SbRecord *out)
+{
+	Datum		arg = PointerGetDatum(key);
+	ItemPointerData ctid;
+
+	if (execute(STMT_LOOKUP, &arg, NULL, false, InvalidSnapshot) == 0)
+	{
+		check_snapshot_current(arg, NULL);
+		return false;
+	}
+	copy_record(out);
+	ctid = lookup_ctid();
+	check_snapshot_current(arg, &ctid);
+	return true;
+}
+
+/* Materialize SPI's result rows into the set-returning caller's tuplestore. */
+static void
+return_rows(FunctionCallInfo fcinfo)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	for (uint64 row = 0; row < SPI_processed; row++)
+	{
+		SbRecord	rec;
+
+		read_record(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, &rec);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, rec.values, rec.nulls);
+	}
+}
+
+/*
+ * sandbox_upsert(key, provider, provider_sandbox_id, thread_id,
+ *				  latest_snapshot_id, latest_run_id, updated_at)
+ *	  RETURNS sandbox_store.instances
+ *
+ * Inserts or fully replaces the record: optional fields passed as NULL clear
+ * what was stored.
+ */
+Datum
+sandbox_upsert(PG_FUNCTION_ARGS)
+{
+	Datum		args[Natts_instances];
+	char		nulls[Natts_instances];
+	TupleDesc	desc;
+	SbRecord	rec;
+	HeapTuple	result;
+	MemoryContext outer = CurrentMemoryContext;
+
+	args[Anum_instances_key - 1] =
+		PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
+	args[Anum_instances_provider - 1] =
+		PointerGetDatum(sb_required_text(fcinfo, 1, "provider"));
+	args[Anum_instances_provider_sandbox_id - 1] =
+		PointerGetDatum(sb_required_text(fcinfo, 2, "provider_sandbox_id"));
+	args[Anum_instances_thread_id - 1] =
+		PointerGetDatum(sb_required_text(fcinfo, 3, "thread_id"));
+	args[Anum_instances_latest_snapshot_id - 1] =
+		PointerGetDatum(sb_optional_text(fcinfo, 4, "latest_snapshot_id"));
+	args[Anum_instances_latest_run_id - 1] =
+		PointerGetDatum(sb_optional_text(fcinfo, 5, "latest_run_id"));
+	args[Anum_instances_updated_at - 1] =
+		TimestampTzGetDatum(sb_required_timestamp(fcinfo, 6, "updated_at"));
+	for (int i = 0; i < Natts_instances; i++)
+		nulls[i] = DatumGetPointer(args[i]) == NULL &&
+			i != Anum_instances_updated_at - 1 ? 'n' : ' ';
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	SPI_connect();
+	if (execute(STMT_UPSERT, args, nulls, false, InvalidSnapshot) != 1)
+		elog(ERROR, "upsert of a sandbox record returned no row");
+	read_record(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, &rec);
+	MemoryContextSwitchTo(outer);
+	result = heap_form_tuple(desc, rec.values, rec.nulls);
+	SPI_finish();
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(result));
+}
+
+/* sandbox_get(key) RETURNS SETOF sandbox_store.instances: 0 or 1 row. */
+Datum
+sandbox_get(PG_FUNCTION_ARGS)
+{
+	Datum		key = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	SPI_connect();
+	execute(STMT_LOOKUP, &key, NULL, true, InvalidSnapshot);
+	return_rows(fcinfo);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* sandbox_list(thread_id) RETURNS SETOF sandbox_store.instances, newest first. */
+Datum
+sandbox_list(PG_FUNCTION_ARGS)
+{
+	Datum		thread_id = PointerGetDatum(sb_required_text(fcinfo, 0, "thread_id"));
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	SPI_connect();
+	execute(STMT_LIST, &thread_id, NULL, true, InvalidSnapshot);
+	return_rows(fcinfo);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * sandbox_delete(key) RETURNS boolean
+ *
+ * Takes the key's lock first (waiting as the session allows), so a delete
+ * never races an ensure in flight.  Deleting a missing key returns false.
+ */
+Datum
+sandbox_delete(PG_FUNCTION_ARGS)
+{
+	text	   *key = sb_required_text(fcinfo, 0, "key");
+	Datum		arg = PointerGetDatum(key);
+	bool		deleted;
+
+	sb_lock_key(key, NULL);
+
+	SPI_connect();
+	deleted = execute(STMT_DELETE, &arg, NULL, false, InvalidSnapshot) > 0;
+	if (!deleted)
+		check_snapshot_current(arg, NULL);
+	SPI_finish();
+
+	PG_RETURN_BOOL(deleted);
+}

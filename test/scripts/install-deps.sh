@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install, from Debian's packages, whatever the build, the tests and the demo
+# need and this machine lacks.  Idempotent: with everything present it only
+# checks.  Needs root (or sudo) when something is missing.
+set -euo pipefail
+
+packages=(
+  make gcc                          # build
+  postgresql-15                     # server, initdb, pg_ctl, psql, pgbench
+  postgresql-server-dev-15          # PGXS, pg_regress, pg_isolation_regress, Perl test modules
+  postgresql-15-pgtap               # pgTAP
+  libtap-parser-sourcehandler-pgtap-perl  # pg_prove
+  libipc-run-perl                   # PostgreSQL::Test::Cluster (Perl TAP)
+  util-linux                        # runuser
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+  [[ $status == ii* ]] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=()
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Run every test suite against the cluster in PGHOST/PGPORT (see
+# with-cluster.sh), go on past a failing suite, print what failed and a
+# closing "N passed, N failed" line; exit non-zero if any suite failed.
+set -uo pipefail
+
+suites=(
+  "regress:make --no-print-directory regresscheck"
+  "isolation:make --no-print-directory isolationcheck"
+  "pgtap:make --no-print-directory pgtapcheck"
+  "stress:make --no-print-directory stresscheck"
+  "tap:make --no-print-directory tapcheck"
+)
+
+passed=0 failed=0 failures=()
+for entry in "${suites[@]}"; do
+  name=${entry%%:*} cmd=${entry#*:}
+  echo "=== suite $name: $cmd"
+  start=$SECONDS
+  if $cmd; then
+    passed=$((passed + 1)); echo "=== suite $name: ok ($((SECONDS - start))s)"
+  else
+    failed=$((failed + 1)); failures+=("$name"); echo "=== suite $name: FAILED ($((SECONDS - start))s)"
+    for f in regression.diffs output_iso/regression.diffs; do
+      [ -s "$f" ] && { echo "--- $f"; cat "$f"; }
+    done
+  fi
+done
+
+[ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
