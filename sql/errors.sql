@@ -1,0 +1,106 @@
+--
+-- errors: every row of the spec's error table, for every argument, with its
+-- SQLSTATE; a failed call changes nothing and leaves no lock.
+--
+\pset null '<null>'
+
+-- err(sql): run sql; 'ok', or the SQLSTATE and message it raised.
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+SELECT key FROM sandbox_store.sandbox_upsert('err-key', 'p', 'sbx-err', 'thread-err', 'snap', 'run');
+CREATE TEMP TABLE before_all AS SELECT * FROM sandbox_store.instances;
+
+CREATE TEMP TABLE calls(n serial, q text);
+INSERT INTO calls(q) VALUES
+-- 22004: a required argument is NULL.
+  ($$SELECT sandbox_store.sandbox_upsert(NULL, 'p', 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', NULL, 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', NULL, 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', NULL)$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', updated_at => NULL)$$),
+  ($$SELECT sandbox_store.sandbox_get(NULL)$$),
+  ($$SELECT sandbox_store.sandbox_delete(NULL)$$),
+  ($$SELECT sandbox_store.sandbox_list(NULL)$$),
+  ($$SELECT sandbox_store.sandbox_ensure(NULL, 'r')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', NULL)$$),
+  ($$SELECT sandbox_store.sandbox_lock(NULL)$$),
+  ($$SELECT sandbox_store.sandbox_try_lock(NULL)$$),
+  ($$SELECT sandbox_store.sandbox_lock_id(NULL)$$),
+-- 22023: an empty string.
+  ($$SELECT sandbox_store.sandbox_upsert('', 'p', 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', '', 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', '', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', '')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', latest_snapshot_id => '')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', latest_run_id => '')$$),
+  ($$SELECT sandbox_store.sandbox_get('')$$),
+  ($$SELECT sandbox_store.sandbox_delete('')$$),
+  ($$SELECT sandbox_store.sandbox_list('')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('', 'r')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', '')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', provider => '')$$),
+  ($$SELECT sandbox_store.sandbox_lock('')$$),
+  ($$SELECT sandbox_store.sandbox_try_lock('')$$),
+  ($$SELECT sandbox_store.sandbox_lock_id('')$$),
+-- 22023: a negative interval (also one negative only in sum), or a timestamp
+-- that is not finite.
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', max_age => '-1 second')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', max_age => '1 day -25 hours')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', wait => '-1 ms')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', wait => '-1 mon')$$),
+  ($$SELECT sandbox_store.sandbox_lock('err-key', wait => '-0.000001 s')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', updated_at => 'infinity')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', updated_at => '-infinity')$$),
+-- 22001: text over 1024 bytes (counted in bytes, not characters).
+  ($$SELECT sandbox_store.sandbox_upsert(repeat('k', 1025), 'p', 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert(repeat('é', 512) || 'k', 'p', 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', repeat('p', 1025), 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', repeat('s', 1025), 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', repeat('t', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', latest_snapshot_id => repeat('n', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', latest_run_id => repeat('r', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_get(repeat('k', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_delete(repeat('k', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_list(repeat('t', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_ensure(repeat('k', 1025), 'r')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', repeat('r', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', provider => repeat('p', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_lock(repeat('k', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_try_lock(repeat('k', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_lock_id(repeat('k', 1025))$$),
+  ($$SELECT sandbox_store.sandbox_ensure(repeat('k', 50000000), 'r')$$),
+-- The first bad argument is reported; nothing is written in any case.
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', 'snap2', repeat('r', 2000))$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'run-bad', max_age => '-1 s')$$);
+
+SELECT n, pg_temp.err(q) FROM calls ORDER BY n;
+
+-- Nothing changed and no lock was left.
+SELECT count(*) AS changed_rows FROM (
+  (TABLE before_all EXCEPT TABLE sandbox_store.instances)
+  UNION ALL
+  (TABLE sandbox_store.instances EXCEPT TABLE before_all)) d;
+SELECT count(*) AS locks FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314;
+
+-- The messages in full: DETAIL and HINT explain.
+SELECT key FROM sandbox_store.sandbox_upsert(repeat('k', 1025), 'p', 's', 't');
+SELECT key FROM sandbox_store.sandbox_upsert('k', 'p', 's', 't', updated_at => NULL);
+SELECT key FROM sandbox_store.sandbox_upsert('k', 'p', 's', 't', updated_at => 'infinity');
+SELECT sandbox_store.sandbox_ensure('k', 'r', wait => '-1 day');
+SELECT sandbox_store.sandbox_ensure('k', NULL);
+
+-- The same inside a transaction: the error aborts it, and its lock goes with it.
+BEGIN;
+SELECT action FROM sandbox_store.sandbox_ensure('err-key', 'run-x');
+SELECT key FROM sandbox_store.sandbox_upsert('err-key', 'p', '', 't');
+ROLLBACK;
+SELECT latest_run_id FROM sandbox_store.sandbox_get('err-key');
+SELECT count(*) AS locks FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314;
+
+SELECT sandbox_store.sandbox_delete('err-key');
