@@ -40,7 +40,7 @@ endif
 
 export PG_CONFIG
 
-.PHONY: deps demo test regresscheck isolationcheck pgtapcheck stresscheck tapcheck
+.PHONY: deps demo test lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck
 
 deps:
 	test/scripts/install-deps.sh
@@ -70,3 +70,10 @@ stresscheck:
 
 tapcheck:
 	$(prove_installcheck)
+
+# Style and static checks on the C sources (clang-format, cppcheck).
+lint:
+	clang-format --dry-run --Werror src/*.c src/*.h
+	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q \
+		--suppress=missingIncludeSystem --suppress=missingInclude --suppress=toomanyconfigs \
+		"--suppress=*:$(includedir_server)/*" -I src -I $(includedir_server) src/

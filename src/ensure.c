@@ -32,8 +32,8 @@ PG_FUNCTION_INFO_V1(sandbox_ensure);
 static HeapTuple
 ensure_row(TupleDesc desc, const char *action, const SbRecord *rec)
 {
-	Datum		values[ENSURE_NATTS];
-	bool		nulls[ENSURE_NATTS];
+	Datum values[ENSURE_NATTS];
+	bool nulls[ENSURE_NATTS];
 
 	values[0] = CStringGetTextDatum(action);
 	nulls[0] = false;
@@ -46,10 +46,10 @@ ensure_row(TupleDesc desc, const char *action, const SbRecord *rec)
 }
 
 static HeapTuple
-ensure_decide(TupleDesc desc, const text *key, const text *run_id,
-			  const Interval *max_age, const text *provider)
+ensure_decide(TupleDesc desc, const text *key, const text *run_id, const Interval *max_age,
+			  const text *provider)
 {
-	SbRecord	rec;
+	SbRecord rec;
 	const char *action;
 
 	SPI_connect();
@@ -62,10 +62,12 @@ ensure_decide(TupleDesc desc, const text *key, const text *run_id,
 	SPI_finish();
 
 	if (strcmp(action, "resume") != 0 && !IsTransactionBlock())
-		ereport(WARNING,
-				(errmsg("sandbox_ensure returned \"%s\" outside a transaction block", action),
-				 errdetail("The lock on the key ended with the statement, so another session may also be told to create a sandbox for it."),
-				 errhint("Call sandbox_ensure after BEGIN and upsert the new record before COMMIT.")));
+		ereport(
+			WARNING,
+			(errmsg("sandbox_ensure returned \"%s\" outside a transaction block", action),
+			 errdetail(
+				 "The lock on the key ended with the statement, so another session may also be told to create a sandbox for it."),
+			 errhint("Call sandbox_ensure after BEGIN and upsert the new record before COMMIT.")));
 
 	return ensure_row(desc, action, strcmp(action, "create") == 0 ? NULL : &rec);
 }
@@ -86,12 +88,12 @@ sandbox_ensure(PG_FUNCTION_ARGS)
 	if (SRF_IS_FIRSTCALL())
 	{
 		MemoryContext oldcxt;
-		TupleDesc	desc;
-		text	   *key;
-		text	   *run_id;
-		Interval   *max_age;
-		text	   *provider;
-		Interval   *wait;
+		TupleDesc desc;
+		text *key;
+		text *run_id;
+		Interval *max_age;
+		text *provider;
+		Interval *wait;
 
 		funcctx = SRF_FIRSTCALL_INIT();
 		oldcxt = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);

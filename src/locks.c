@@ -35,7 +35,7 @@ PG_FUNCTION_INFO_V1(sandbox_try_lock);
 PG_FUNCTION_INFO_V1(sandbox_lock_id);
 
 #define FNV64_OFFSET_BASIS UINT64CONST(0xcbf29ce484222325)
-#define FNV64_PRIME UINT64CONST(0x100000001b3)
+#define FNV64_PRIME        UINT64CONST(0x100000001b3)
 
 /* The stable 64-bit lock id of a key: FNV-1a over its bytes. */
 uint64
@@ -43,7 +43,7 @@ sb_lock_id(const text *key)
 {
 	const unsigned char *p = (const unsigned char *) VARDATA_ANY(key);
 	const unsigned char *end = p + VARSIZE_ANY_EXHDR(key);
-	uint64		hash = FNV64_OFFSET_BASIS;
+	uint64 hash = FNV64_OFFSET_BASIS;
 
 	for (; p < end; p++)
 	{
@@ -56,20 +56,18 @@ sb_lock_id(const text *key)
 static void
 set_key_locktag(LOCKTAG *tag, const text *key)
 {
-	uint64		id = sb_lock_id(key);
+	uint64 id = sb_lock_id(key);
 
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (id >> 32), (uint32) id,
-						 SB_LOCK_CLASS);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (id >> 32), (uint32) id, SB_LOCK_CLASS);
 }
 
 /* Milliseconds for lock_timeout: rounded up, so a positive wait is >= 1. */
 static int
 wait_to_ms(const Interval *wait)
 {
-	double		usecs = (double) wait->time +
-		(double) wait->day * USECS_PER_DAY +
-		(double) wait->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	double		ms = ceil(usecs / 1000.0);
+	double usecs = (double) wait->time + (double) wait->day * USECS_PER_DAY +
+				   (double) wait->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	double ms = ceil(usecs / 1000.0);
 
 	return ms > INT_MAX ? INT_MAX : (int) ms;
 }
@@ -86,11 +84,11 @@ report_not_obtained(const text *key, const Interval *wait)
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("could not lock sandbox key \"%s\"", key_for_message(key)),
-			 wait_to_ms(wait) == 0 ?
-			 errdetail("Another transaction holds the key's lock, and wait is 0.") :
-			 errdetail("Another transaction held the key's lock for longer than wait (%s).",
-					   DatumGetCString(DirectFunctionCall1(interval_out,
-														   IntervalPGetDatum(wait)))),
+			 wait_to_ms(wait) == 0
+				 ? errdetail("Another transaction holds the key's lock, and wait is 0.")
+				 : errdetail(
+					   "Another transaction held the key's lock for longer than wait (%s).",
+					   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(wait)))),
 			 errhint("Retry later, or pass a longer wait.")));
 }
 
@@ -107,10 +105,10 @@ report_not_obtained(const text *key, const Interval *wait)
 void
 sb_lock_key(const text *key, const Interval *wait)
 {
-	LOCKTAG		tag;
-	int			wait_ms;
-	int			nest_level;
-	char		setting[32];
+	LOCKTAG tag;
+	int wait_ms;
+	int nest_level;
+	char setting[32];
 	MemoryContext cxt = CurrentMemoryContext;
 
 	set_key_locktag(&tag, key);
@@ -134,15 +132,15 @@ sb_lock_key(const text *key, const Interval *wait)
 	snprintf(setting, sizeof(setting), "%d", wait_ms);
 
 	nest_level = NewGUCNestLevel();
-	(void) set_config_option("lock_timeout", setting, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("lock_timeout", setting, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
 	PG_TRY();
 	{
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData *edata;
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
@@ -160,8 +158,8 @@ sb_lock_key(const text *key, const Interval *wait)
 Datum
 sandbox_lock(PG_FUNCTION_ARGS)
 {
-	text	   *key = sb_required_text(fcinfo, 0, "key");
-	Interval   *wait = sb_optional_interval(fcinfo, 1, "wait");
+	text *key = sb_required_text(fcinfo, 0, "key");
+	Interval *wait = sb_optional_interval(fcinfo, 1, "wait");
 
 	sb_lock_key(key, wait);
 	PG_RETURN_VOID();
@@ -171,8 +169,8 @@ sandbox_lock(PG_FUNCTION_ARGS)
 Datum
 sandbox_try_lock(PG_FUNCTION_ARGS)
 {
-	text	   *key = sb_required_text(fcinfo, 0, "key");
-	LOCKTAG		tag;
+	text *key = sb_required_text(fcinfo, 0, "key");
+	LOCKTAG tag;
 
 	set_key_locktag(&tag, key);
 	PG_RETURN_BOOL(LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL);
@@ -182,7 +180,7 @@ sandbox_try_lock(PG_FUNCTION_ARGS)
 Datum
 sandbox_lock_id(PG_FUNCTION_ARGS)
 {
-	text	   *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_text(fcinfo, 0, "key");
 
 	PG_RETURN_INT64((int64) sb_lock_id(key));
 }

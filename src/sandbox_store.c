@@ -17,7 +17,7 @@
 
 PG_MODULE_MAGIC;
 
-void		_PG_init(void);
+void _PG_init(void);
 
 void
 _PG_init(void)

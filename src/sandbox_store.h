@@ -20,14 +20,14 @@
 #include "utils/timestamp.h"
 
 /* Columns of sandbox_store.instances, 1-based as in pg_attribute. */
-#define Anum_instances_key					1
-#define Anum_instances_provider				2
-#define Anum_instances_provider_sandbox_id	3
-#define Anum_instances_latest_snapshot_id	4
-#define Anum_instances_thread_id			5
-#define Anum_instances_latest_run_id		6
-#define Anum_instances_updated_at			7
-#define Natts_instances						7
+#define Anum_instances_key                 1
+#define Anum_instances_provider            2
+#define Anum_instances_provider_sandbox_id 3
+#define Anum_instances_latest_snapshot_id  4
+#define Anum_instances_thread_id           5
+#define Anum_instances_latest_run_id       6
+#define Anum_instances_updated_at          7
+#define Natts_instances                    7
 
 /* Longest text value a record (or a run id) may hold, in bytes. */
 #define SB_MAX_TEXT_BYTES 1024
@@ -43,8 +43,8 @@
 /* One record, as read from or written to the table. */
 typedef struct SbRecord
 {
-	Datum		values[Natts_instances];
-	bool		nulls[Natts_instances];
+	Datum values[Natts_instances];
+	bool nulls[Natts_instances];
 } SbRecord;
 
 /* validate.c */
@@ -63,4 +63,4 @@ extern bool sb_store_stamp(const text *key, const text *run_id, const Interval *
 						   const text *provider, SbRecord *out);
 extern bool sb_store_lookup(const text *key, SbRecord *out);
 
-#endif							/* SANDBOX_STORE_H */
+#endif /* SANDBOX_STORE_H */

@@ -40,74 +40,68 @@ PG_FUNCTION_INFO_V1(sandbox_delete);
 PG_FUNCTION_INFO_V1(sandbox_list);
 
 /* The record columns, in Anum_instances_* order. */
-#define RECORD_COLUMNS \
-	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, " \
+#define RECORD_COLUMNS                                                                             \
+	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, "                          \
 	"latest_run_id, updated_at"
 
 typedef enum SbStatement
 {
-	STMT_LOOKUP,				/* the record of a key, and its ctid */
-	STMT_LIST,					/* the records of a thread */
-	STMT_UPSERT,				/* insert or fully replace a record */
-	STMT_DELETE,				/* remove a key's record */
-	STMT_STAMP,					/* stamp a fresh record with a run */
+	STMT_LOOKUP, /* the record of a key, and its ctid */
+	STMT_LIST,   /* the records of a thread */
+	STMT_UPSERT, /* insert or fully replace a record */
+	STMT_DELETE, /* remove a key's record */
+	STMT_STAMP,  /* stamp a fresh record with a run */
 	STMT_COUNT
 } SbStatement;
 
 typedef struct SbStatementDef
 {
 	const char *sql;
-	int			nargs;
-	Oid			argtypes[Natts_instances];
+	int nargs;
+	Oid argtypes[Natts_instances];
 } SbStatementDef;
 
 static const SbStatementDef statements[STMT_COUNT] = {
-	[STMT_LOOKUP] = {
-		"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
-		" WHERE key OPERATOR(pg_catalog.=) $1",
-		1, {TEXTOID}
-	},
-	[STMT_LIST] = {
-		"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
-		" WHERE thread_id OPERATOR(pg_catalog.=) $1"
-		" ORDER BY updated_at DESC, key",
-		1, {TEXTOID}
-	},
-	[STMT_UPSERT] = {
-		"INSERT INTO sandbox_store.instances AS i (" RECORD_COLUMNS ")"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7)"
-		" ON CONFLICT (key) DO UPDATE SET"
-		" provider = EXCLUDED.provider,"
-		" provider_sandbox_id = EXCLUDED.provider_sandbox_id,"
-		" latest_snapshot_id = EXCLUDED.latest_snapshot_id,"
-		" thread_id = EXCLUDED.thread_id,"
-		" latest_run_id = EXCLUDED.latest_run_id,"
-		" updated_at = EXCLUDED.updated_at"
-		" RETURNING " RECORD_COLUMNS,
-		Natts_instances,
-		{TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}
-	},
-	[STMT_DELETE] = {
-		"DELETE FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
-		1, {TEXTOID}
-	},
-	[STMT_STAMP] = {
-		"UPDATE sandbox_store.instances"
-		" SET latest_run_id = $2, updated_at = pg_catalog.now()"
-		" WHERE key OPERATOR(pg_catalog.=) $1"
-		" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=)"
-		" (pg_catalog.now() OPERATOR(pg_catalog.-) $3))"
-		" AND ($4 IS NULL OR provider OPERATOR(pg_catalog.=) $4)"
-		" RETURNING " RECORD_COLUMNS,
-		4, {TEXTOID, TEXTOID, INTERVALOID, TEXTOID}
-	},
+	[STMT_LOOKUP] = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
+					 " WHERE key OPERATOR(pg_catalog.=) $1",
+					 1,
+					 {TEXTOID}},
+	[STMT_LIST] = {"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
+				   " WHERE thread_id OPERATOR(pg_catalog.=) $1"
+				   " ORDER BY updated_at DESC, key",
+				   1,
+				   {TEXTOID}},
+	[STMT_UPSERT] = {"INSERT INTO sandbox_store.instances AS i (" RECORD_COLUMNS ")"
+					 " VALUES ($1, $2, $3, $4, $5, $6, $7)"
+					 " ON CONFLICT (key) DO UPDATE SET"
+					 " provider = EXCLUDED.provider,"
+					 " provider_sandbox_id = EXCLUDED.provider_sandbox_id,"
+					 " latest_snapshot_id = EXCLUDED.latest_snapshot_id,"
+					 " thread_id = EXCLUDED.thread_id,"
+					 " latest_run_id = EXCLUDED.latest_run_id,"
+					 " updated_at = EXCLUDED.updated_at"
+					 " RETURNING " RECORD_COLUMNS,
+					 Natts_instances,
+					 {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}},
+	[STMT_DELETE] = {"DELETE FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
+					 1,
+					 {TEXTOID}},
+	[STMT_STAMP] = {"UPDATE sandbox_store.instances"
+					" SET latest_run_id = $2, updated_at = pg_catalog.now()"
+					" WHERE key OPERATOR(pg_catalog.=) $1"
+					" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=)"
+					" (pg_catalog.now() OPERATOR(pg_catalog.-) $3))"
+					" AND ($4 IS NULL OR provider OPERATOR(pg_catalog.=) $4)"
+					" RETURNING " RECORD_COLUMNS,
+					4,
+					{TEXTOID, TEXTOID, INTERVALOID, TEXTOID}},
 };
 
 static SPIPlanPtr plans[STMT_COUNT];
 
 /* The table's owner, cached until a relcache invalidation of the table. */
-static Oid	table_relid = InvalidOid;
-static Oid	table_owner = InvalidOid;
+static Oid table_relid = InvalidOid;
+static Oid table_owner = InvalidOid;
 
 static void
 table_invalidated(Datum arg, Oid relid)
@@ -130,9 +124,8 @@ get_table_owner(void)
 {
 	if (!OidIsValid(table_owner))
 	{
-		Oid			relid = get_relname_relid("instances",
-											  get_namespace_oid("sandbox_store", false));
-		HeapTuple	tuple;
+		Oid relid = get_relname_relid("instances", get_namespace_oid("sandbox_store", false));
+		HeapTuple tuple;
 
 		if (!OidIsValid(relid))
 			ereport(ERROR,
@@ -155,11 +148,11 @@ get_plan(SbStatement stmt)
 	if (plans[stmt] == NULL)
 	{
 		const SbStatementDef *def = &statements[stmt];
-		SPIPlanPtr	plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+		SPIPlanPtr plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
 
 		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 def->sql, SPI_result_code_string(SPI_result));
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s", def->sql,
+				 SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
 			elog(ERROR, "SPI_keepplan failed");
 		plans[stmt] = plan;
@@ -174,28 +167,26 @@ get_plan(SbStatement stmt)
  * A failure leaves the user id to transaction abort, which restores it.
  */
 static uint64
-execute(SbStatement stmt, Datum *args, const char *nulls, bool read_only,
-		Snapshot snapshot)
+execute(SbStatement stmt, Datum *args, const char *nulls, bool read_only, Snapshot snapshot)
 {
-	SPIPlanPtr	plan = get_plan(stmt);
-	Oid			save_userid;
-	int			save_sec_context;
-	int			rc;
+	SPIPlanPtr plan = get_plan(stmt);
+	Oid save_userid;
+	int save_sec_context;
+	int rc;
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(get_table_owner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	SetUserIdAndSecContext(get_table_owner(), save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+												  SECURITY_RESTRICTED_OPERATION);
 	if (snapshot != InvalidSnapshot)
-		rc = SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot,
-								  read_only, false, 0);
+		rc =
+			SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot, read_only, false, 0);
 	else
 		rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 
 	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s",
-			 statements[stmt].sql, SPI_result_code_string(rc));
+		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", statements[stmt].sql,
+			 SPI_result_code_string(rc));
 	return SPI_processed;
 }
 
@@ -217,9 +208,9 @@ copy_record(SbRecord *rec)
 static ItemPointerData
 lookup_ctid(void)
 {
-	bool		isnull;
-	Datum		ctid = heap_getattr(SPI_tuptable->vals[0], Natts_instances + 1,
-									SPI_tuptable->tupdesc, &isnull);
+	bool isnull;
+	Datum ctid =
+		heap_getattr(SPI_tuptable->vals[0], Natts_instances + 1, SPI_tuptable->tupdesc, &isnull);
 
 	return *(ItemPointer) DatumGetPointer(ctid);
 }
@@ -234,7 +225,7 @@ lookup_ctid(void)
 static void
 check_snapshot_current(Datum key, const ItemPointerData *visible)
 {
-	bool		found;
+	bool found;
 
 	if (!IsolationUsesXactSnapshot())
 		return;
@@ -249,12 +240,13 @@ check_snapshot_current(Datum key, const ItemPointerData *visible)
 		if (ItemPointerEquals(&latest, (ItemPointer) visible))
 			return;
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("could not serialize access to sandbox key \"%s\"",
-					TextDatumGetCString(key)),
-			 errdetail("The key's record was changed by a transaction that committed after this transaction's snapshot was taken."),
-			 errhint("Retry the transaction, or run it at READ COMMITTED.")));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+		 errmsg("could not serialize access to sandbox key \"%s\"", TextDatumGetCString(key)),
+		 errdetail(
+			 "The key's record was changed by a transaction that committed after this transaction's snapshot was taken."),
+		 errhint("Retry the transaction, or run it at READ COMMITTED.")));
 }
 
 /*
@@ -265,11 +257,11 @@ check_snapshot_current(Datum key, const ItemPointerData *visible)
  * context SPI was entered from.
  */
 bool
-sb_store_stamp(const text *key, const text *run_id, const Interval *max_age,
-			   const text *provider, SbRecord *out)
+sb_store_stamp(const text *key, const text *run_id, const Interval *max_age, const text *provider,
+			   SbRecord *out)
 {
-	Datum		args[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Datum args[4];
+	char nulls[4] = {' ', ' ', ' ', ' '};
 
 	args[0] = PointerGetDatum(key);
 	args[1] = PointerGetDatum(run_id);
@@ -294,7 +286,7 @@ sb_store_stamp(const text *key, const text *run_id, const Interval *max_age,
 bool
 sb_store_lookup(const text *key, SbRecord *out)
 {
-	Datum		arg = PointerGetDatum(key);
+	Datum arg = PointerGetDatum(key);
 	ItemPointerData ctid;
 
 	if (execute(STMT_LOOKUP, &arg, NULL, false, InvalidSnapshot) == 0)
@@ -316,7 +308,7 @@ return_rows(FunctionCallInfo fcinfo)
 
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		SbRecord	rec;
+		SbRecord rec;
 
 		read_record(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, &rec);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, rec.values, rec.nulls);
@@ -334,21 +326,18 @@ return_rows(FunctionCallInfo fcinfo)
 Datum
 sandbox_upsert(PG_FUNCTION_ARGS)
 {
-	Datum		args[Natts_instances];
-	char		nulls[Natts_instances];
-	TupleDesc	desc;
-	SbRecord	rec;
-	HeapTuple	result;
+	Datum args[Natts_instances];
+	char nulls[Natts_instances];
+	TupleDesc desc;
+	SbRecord rec;
+	HeapTuple result;
 	MemoryContext outer = CurrentMemoryContext;
 
-	args[Anum_instances_key - 1] =
-		PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
-	args[Anum_instances_provider - 1] =
-		PointerGetDatum(sb_required_text(fcinfo, 1, "provider"));
+	args[Anum_instances_key - 1] = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
+	args[Anum_instances_provider - 1] = PointerGetDatum(sb_required_text(fcinfo, 1, "provider"));
 	args[Anum_instances_provider_sandbox_id - 1] =
 		PointerGetDatum(sb_required_text(fcinfo, 2, "provider_sandbox_id"));
-	args[Anum_instances_thread_id - 1] =
-		PointerGetDatum(sb_required_text(fcinfo, 3, "thread_id"));
+	args[Anum_instances_thread_id - 1] = PointerGetDatum(sb_required_text(fcinfo, 3, "thread_id"));
 	args[Anum_instances_latest_snapshot_id - 1] =
 		PointerGetDatum(sb_optional_text(fcinfo, 4, "latest_snapshot_id"));
 	args[Anum_instances_latest_run_id - 1] =
@@ -356,8 +345,8 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 	args[Anum_instances_updated_at - 1] =
 		TimestampTzGetDatum(sb_required_timestamp(fcinfo, 6, "updated_at"));
 	for (int i = 0; i < Natts_instances; i++)
-		nulls[i] = DatumGetPointer(args[i]) == NULL &&
-			i != Anum_instances_updated_at - 1 ? 'n' : ' ';
+		nulls[i] =
+			DatumGetPointer(args[i]) == NULL && i != Anum_instances_updated_at - 1 ? 'n' : ' ';
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -377,7 +366,7 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 Datum
 sandbox_get(PG_FUNCTION_ARGS)
 {
-	Datum		key = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
+	Datum key = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	SPI_connect();
@@ -391,7 +380,7 @@ sandbox_get(PG_FUNCTION_ARGS)
 Datum
 sandbox_list(PG_FUNCTION_ARGS)
 {
-	Datum		thread_id = PointerGetDatum(sb_required_text(fcinfo, 0, "thread_id"));
+	Datum thread_id = PointerGetDatum(sb_required_text(fcinfo, 0, "thread_id"));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	SPI_connect();
@@ -410,9 +399,9 @@ sandbox_list(PG_FUNCTION_ARGS)
 Datum
 sandbox_delete(PG_FUNCTION_ARGS)
 {
-	text	   *key = sb_required_text(fcinfo, 0, "key");
-	Datum		arg = PointerGetDatum(key);
-	bool		deleted;
+	text *key = sb_required_text(fcinfo, 0, "key");
+	Datum arg = PointerGetDatum(key);
+	bool deleted;
 
 	sb_lock_key(key, NULL);
 

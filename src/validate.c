@@ -22,18 +22,16 @@ static void
 check_text_length(Datum value, const char *argname)
 {
 	/* The raw size needs no detoasting, so a huge value costs nothing. */
-	Size		bytes = toast_raw_datum_size(value) - VARHDRSZ;
+	Size bytes = toast_raw_datum_size(value) - VARHDRSZ;
 
 	if (bytes == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must not be empty", argname)));
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("%s must not be empty", argname)));
 	if (bytes > SB_MAX_TEXT_BYTES)
 		ereport(ERROR,
-				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-				 errmsg("%s is too long", argname),
-				 errdetail("The value has %zu bytes; at most %d are allowed.",
-						   bytes, SB_MAX_TEXT_BYTES)));
+				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION), errmsg("%s is too long", argname),
+				 errdetail("The value has %zu bytes; at most %d are allowed.", bytes,
+						   SB_MAX_TEXT_BYTES)));
 }
 
 /* A text argument that must be present: 1 to SB_MAX_TEXT_BYTES bytes. */
@@ -42,8 +40,7 @@ sb_required_text(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", argname)));
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
 	check_text_length(PG_GETARG_DATUM(argno), argname);
 	return PG_GETARG_TEXT_PP(argno);
 }
@@ -62,21 +59,20 @@ sb_optional_text(FunctionCallInfo fcinfo, int argno, const char *argname)
 Interval *
 sb_optional_interval(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
-	Interval   *value;
-	Interval	zero = {0};
+	Interval *value;
+	Interval zero = {0};
 
 	if (PG_ARGISNULL(argno))
 		return NULL;
 	value = PG_GETARG_INTERVAL_P(argno);
 	/* interval_lt compares as ORDER BY does: '1 day -25 hours' < '0'. */
-	if (DatumGetBool(DirectFunctionCall2(interval_lt, IntervalPGetDatum(value),
-										 IntervalPGetDatum(&zero))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must not be negative", argname),
-				 errdetail("The value given is %s.",
-						   DatumGetCString(DirectFunctionCall1(interval_out,
-															   IntervalPGetDatum(value))))));
+	if (DatumGetBool(
+			DirectFunctionCall2(interval_lt, IntervalPGetDatum(value), IntervalPGetDatum(&zero))))
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must not be negative", argname),
+			 errdetail("The value given is %s.", DatumGetCString(DirectFunctionCall1(
+													 interval_out, IntervalPGetDatum(value))))));
 	return value;
 }
 
@@ -88,14 +84,14 @@ sb_required_timestamp(FunctionCallInfo fcinfo, int argno, const char *argname)
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", argname),
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname),
 				 errhint("Omit %s to use the current time.", argname)));
 	value = PG_GETARG_TIMESTAMPTZ(argno);
 	if (TIMESTAMP_NOT_FINITE(value))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a finite timestamp", argname),
-				 errdetail("Records are swept by age, which an infinite timestamp does not have.")));
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("%s must be a finite timestamp", argname),
+			 errdetail("Records are swept by age, which an infinite timestamp does not have.")));
 	return value;
 }
