@@ -12,6 +12,7 @@ packages=(
   libtap-parser-sourcehandler-pgtap-perl  # pg_prove
   libipc-run-perl                   # PostgreSQL::Test::Cluster (Perl TAP)
   util-linux                        # runuser
+  clang-format cppcheck             # make lint
 )
 
 missing=()

@@ -5,6 +5,7 @@
 set -uo pipefail
 
 suites=(
+  "lint:make --no-print-directory lint"
   "regress:make --no-print-directory regresscheck"
   "isolation:make --no-print-directory isolationcheck"
   "pgtap:make --no-print-directory pgtapcheck"
