@@ -1,0 +1,175 @@
+-- Security (SPEC.md): app roles need only USAGE on the schema and EXECUTE on
+-- the functions, no privilege on the table; nothing is granted to PUBLIC.
+--
+-- Roles are created inside the test transaction and vanish with its
+-- ROLLBACK:
+--   sbtap_app         the two GRANT lines of the README
+--   sbtap_usage_only  USAGE on the schema only (shows EXECUTE is not PUBLIC's)
+--   sbtap_nobody      nothing at all
+BEGIN;
+CREATE EXTENSION IF NOT EXISTS sandbox_store;
+
+SELECT plan(63);
+
+CREATE ROLE sbtap_app NOLOGIN;
+CREATE ROLE sbtap_usage_only NOLOGIN;
+CREATE ROLE sbtap_nobody NOLOGIN;
+GRANT USAGE ON SCHEMA sandbox_store TO sbtap_app;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO sbtap_app;
+GRANT USAGE ON SCHEMA sandbox_store TO sbtap_usage_only;
+
+-- The eight functions, with their argument types, and one call of each.
+CREATE TEMP TABLE fns (n int, name name, args name[], call text) ON COMMIT DROP;
+INSERT INTO fns VALUES
+    (1, 'sandbox_upsert',
+        ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone'],
+        $$SELECT sandbox_store.sandbox_upsert('priv/x', 'p', 'sb', 't')$$),
+    (2, 'sandbox_get',      ARRAY['text'],
+        $$SELECT * FROM sandbox_store.sandbox_get('priv/x')$$),
+    (3, 'sandbox_delete',   ARRAY['text'],
+        $$SELECT sandbox_store.sandbox_delete('priv/x')$$),
+    (4, 'sandbox_list',     ARRAY['text'],
+        $$SELECT * FROM sandbox_store.sandbox_list('t')$$),
+    (5, 'sandbox_ensure',   ARRAY['text', 'text', 'interval', 'text', 'interval'],
+        $$SELECT * FROM sandbox_store.sandbox_ensure('priv/x', 'run')$$),
+    (6, 'sandbox_lock',     ARRAY['text', 'interval'],
+        $$SELECT sandbox_store.sandbox_lock('priv/x')$$),
+    (7, 'sandbox_try_lock', ARRAY['text'],
+        $$SELECT sandbox_store.sandbox_try_lock('priv/x')$$),
+    (8, 'sandbox_lock_id',  ARRAY['text'],
+        $$SELECT sandbox_store.sandbox_lock_id('priv/x')$$);
+GRANT SELECT ON fns TO PUBLIC;
+
+-- Catalog privileges (24 + 3 + 3 tests) -------------------------------------
+
+SELECT function_privs_are('sandbox_store', f.name, f.args, r.role, r.privs)
+  FROM fns AS f
+ CROSS JOIN (VALUES (1, 'sbtap_app'::name, ARRAY['EXECUTE']::name[]),
+                    (2, 'sbtap_nobody',     ARRAY[]::name[]),
+                    (3, 'public',           ARRAY[]::name[])) AS r(n, role, privs)
+ ORDER BY f.n, r.n;
+
+SELECT table_privs_are('sandbox_store', 'instances', 'sbtap_app', ARRAY[]::name[],
+    'the app role has no privilege on table sandbox_store.instances (functions only)');
+SELECT table_privs_are('sandbox_store', 'instances', 'sbtap_nobody', ARRAY[]::name[],
+    'a role without grants has no privilege on table sandbox_store.instances');
+SELECT table_privs_are('sandbox_store', 'instances', 'public', ARRAY[]::name[],
+    'PUBLIC has no privilege on table sandbox_store.instances');
+
+SELECT schema_privs_are('sandbox_store', 'sbtap_app', ARRAY['USAGE'],
+    'the app role has USAGE (only) on schema sandbox_store');
+SELECT schema_privs_are('sandbox_store', 'sbtap_nobody', ARRAY[]::name[],
+    'a role without grants has no privilege on schema sandbox_store');
+SELECT schema_privs_are('sandbox_store', 'public', ARRAY[]::name[],
+    'PUBLIC has no privilege on schema sandbox_store');
+
+-- The app role works through the functions (12 tests) ---------------------
+
+SET LOCAL ROLE sbtap_app;
+
+SELECT is(current_user, 'sbtap_app', 'now running as sbtap_app');
+
+SELECT results_eq(
+    $$ SELECT action, key, provider_sandbox_id
+         FROM sandbox_store.sandbox_ensure('priv/k1', 'run-1') $$,
+    $$ VALUES ('create'::text, NULL::text, NULL::text) $$,
+    'app role: sandbox_ensure of a new key returns create'
+);
+
+SELECT lives_ok(
+    $$ SELECT sandbox_store.sandbox_upsert(key => 'priv/k1', provider => 'e2b',
+                                           provider_sandbox_id => 'sbx-1',
+                                           thread_id => 'priv/thread',
+                                           latest_run_id => 'run-1',
+                                           updated_at => '2024-05-06 07:08:09.123+00') $$,
+    'app role: sandbox_upsert lives'
+);
+
+SELECT results_eq(
+    $$ SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id,
+              latest_run_id, updated_at
+         FROM sandbox_store.sandbox_get('priv/k1') $$,
+    $$ VALUES ('priv/k1'::text, 'e2b'::text, 'sbx-1'::text, NULL::text, 'priv/thread'::text,
+               'run-1'::text, '2024-05-06 07:08:09.123+00'::timestamptz) $$,
+    'app role: sandbox_get returns the record it wrote'
+);
+
+SELECT results_eq(
+    $$ SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_list('priv/thread') $$,
+    $$ VALUES ('priv/k1'::text, 'sbx-1'::text) $$,
+    'app role: sandbox_list returns the thread''s record'
+);
+
+SELECT results_eq(
+    $$ SELECT action, key, provider_sandbox_id, latest_run_id, updated_at
+         FROM sandbox_store.sandbox_ensure('priv/k1', 'run-2') $$,
+    $$ VALUES ('resume'::text, 'priv/k1'::text, 'sbx-1'::text, 'run-2'::text, now()) $$,
+    'app role: sandbox_ensure of a recorded key returns resume, stamped with run_id and now()'
+);
+
+SELECT lives_ok(
+    $$ SELECT sandbox_store.sandbox_lock('priv/k2', '1 second') $$,
+    'app role: sandbox_lock lives'
+);
+
+SELECT is(sandbox_store.sandbox_try_lock('priv/k3'), true,
+    'app role: sandbox_try_lock of a free key returns true');
+
+SELECT isnt(sandbox_store.sandbox_lock_id('priv/k1'), NULL::bigint,
+    'app role: sandbox_lock_id returns the key''s lock id');
+
+SELECT is(sandbox_store.sandbox_delete('priv/k1'), true,
+    'app role: sandbox_delete of its record returns true');
+
+SELECT is_empty(
+    $$ SELECT * FROM sandbox_store.sandbox_get('priv/k1') $$,
+    'app role: after sandbox_delete, sandbox_get is empty'
+);
+
+SELECT is(current_user, 'sbtap_app'::name,
+    'app role: the calls left the current user as it was (no identity leaks out of the functions)');
+
+-- ... but cannot touch the table directly (5 tests) -----------------------
+
+SELECT throws_ok(
+    $$ SELECT * FROM sandbox_store.instances $$,
+    '42501', NULL, 'app role: direct SELECT on sandbox_store.instances is denied (42501)');
+SELECT throws_ok(
+    $$ INSERT INTO sandbox_store.instances (key, provider, provider_sandbox_id, thread_id, updated_at)
+       VALUES ('priv/direct', 'p', 'sb', 't', now()) $$,
+    '42501', NULL, 'app role: direct INSERT into sandbox_store.instances is denied (42501)');
+SELECT throws_ok(
+    $$ UPDATE sandbox_store.instances SET provider = 'hijacked' $$,
+    '42501', NULL, 'app role: direct UPDATE of sandbox_store.instances is denied (42501)');
+SELECT throws_ok(
+    $$ DELETE FROM sandbox_store.instances $$,
+    '42501', NULL, 'app role: direct DELETE from sandbox_store.instances is denied (42501)');
+SELECT throws_ok(
+    $$ TRUNCATE sandbox_store.instances $$,
+    '42501', NULL, 'app role: TRUNCATE of sandbox_store.instances is denied (42501)');
+
+RESET ROLE;
+
+-- A role with nothing: every function call is denied (8 tests) -------------
+
+SET LOCAL ROLE sbtap_nobody;
+
+SELECT throws_ok(f.call, '42501', NULL,
+                 'role without grants: ' || f.name || ' is denied (42501)')
+  FROM fns AS f ORDER BY f.n;
+
+RESET ROLE;
+
+-- USAGE on the schema is not enough: EXECUTE was never granted to PUBLIC
+-- (8 tests; the message shows it is the function that is denied).
+
+SET LOCAL ROLE sbtap_usage_only;
+
+SELECT throws_ok(f.call, '42501', 'permission denied for function ' || f.name,
+                 'role with USAGE only: EXECUTE on ' || f.name || ' is denied (42501)')
+  FROM fns AS f ORDER BY f.n;
+
+RESET ROLE;
+
+SELECT * FROM finish();
+ROLLBACK;

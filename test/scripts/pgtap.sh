@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# pgtap.sh: run the pgTAP suite (test/pgtap/*.sql) with pg_prove.
+#
+# Runs against the server in PGHOST/PGPORT/PGUSER (a superuser; see
+# with-cluster.sh).  Creates a fresh database (dropping a leftover one first),
+# installs pgtap there, runs pg_prove on every test file and drops the
+# database again.  Each test file creates sandbox_store itself inside its own
+# transaction and rolls everything back, so the files are independent.
+# Exits non-zero if any test fails or a file does not run to its plan.
+#
+#   SB_PGTAP_DB   database name (default sandbox_store_pgtap)
+#   SB_PGTAP_ARGS extra pg_prove options (e.g. "--verbose")
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+
+db=${SB_PGTAP_DB:-sandbox_store_pgtap}
+
+for tool in psql pg_prove; do
+  command -v "$tool" >/dev/null 2>&1 ||
+    { echo "pgtap: $tool not found (install postgresql-15-pgtap / libtap-parser-sourcehandler-pgtap-perl)" >&2; exit 1; }
+done
+
+shopt -s nullglob
+tests=(test/pgtap/*.sql)
+shopt -u nullglob
+[ ${#tests[@]} -gt 0 ] || { echo "pgtap: no test files in test/pgtap/" >&2; exit 1; }
+
+psql_admin() {
+  psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" "$@"
+}
+
+drop_db() {
+  psql_admin -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 ||
+    echo "pgtap: could not drop database $db" >&2
+}
+
+psql_admin -c "DROP DATABASE IF EXISTS \"$db\"" -c "CREATE DATABASE \"$db\""
+trap drop_db EXIT
+
+psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pgtap"
+
+# shellcheck disable=SC2086  # SB_PGTAP_ARGS is a list of options
+pg_prove --dbname "$db" --failures --ext .sql ${SB_PGTAP_ARGS:-} "${tests[@]}"
