@@ -9,7 +9,8 @@
 
 EXTENSION = sandbox_store
 MODULE_big = sandbox_store
-OBJS = src/sandbox_store.o src/validate.o src/locks.o src/store.o src/ensure.o
+OBJS = src/sandbox_store.o src/validate.o src/spi.o src/locks.o src/claims.o src/store.o \
+	src/ensure.o src/reap.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"
 
@@ -74,6 +75,6 @@ tapcheck:
 # Style and static checks on the C sources (clang-format, cppcheck).
 lint:
 	clang-format --dry-run --Werror src/*.c src/*.h
-	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q \
+	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q --max-configs=1 \
 		--suppress=missingIncludeSystem --suppress=missingInclude --suppress=toomanyconfigs \
 		"--suppress=*:$(includedir_server)/*" -I src -I $(includedir_server) src/

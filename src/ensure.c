@@ -14,6 +14,11 @@
  * waiter sees what the previous holder committed (or, if it rolled back,
  * that there is still nothing).  The hot path, resume, is one statement.
  *
+ * With a lease (version 1.1) the same decision comes with a claim on the
+ * key (claims.c) that outlives the transaction.  Either way a live claim
+ * makes the call wait: the lock is let go, the claim polled, and the lock
+ * taken again.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sandbox_store.h"
@@ -26,14 +31,25 @@
 
 PG_FUNCTION_INFO_V1(sandbox_ensure);
 
-/* Result columns: action, then the record in Anum_instances_* order. */
-#define ENSURE_NATTS (1 + Natts_instances)
+/* Result columns: action, the record in Anum_instances_* order, then (1.1) the claim. */
+#define ENSURE_NATTS_1_0 (1 + Natts_instances)
+#define ENSURE_NATTS_1_1 (ENSURE_NATTS_1_0 + 3)
+
+typedef struct EnsureArgs
+{
+	text *key;
+	text *run_id;
+	Interval *max_age;
+	text *provider;
+	SbWait wait;
+	Interval *lease; /* NULL: lock mode */
+} EnsureArgs;
 
 static HeapTuple
-ensure_row(TupleDesc desc, const char *action, const SbRecord *rec)
+ensure_row(TupleDesc desc, const char *action, const SbRecord *rec, const SbClaim *claim)
 {
-	Datum values[ENSURE_NATTS];
-	bool nulls[ENSURE_NATTS];
+	Datum values[ENSURE_NATTS_1_1];
+	bool nulls[ENSURE_NATTS_1_1];
 
 	values[0] = CStringGetTextDatum(action);
 	nulls[0] = false;
@@ -42,43 +58,107 @@ ensure_row(TupleDesc desc, const char *action, const SbRecord *rec)
 		values[i + 1] = rec ? rec->values[i] : (Datum) 0;
 		nulls[i + 1] = rec ? rec->nulls[i] : true;
 	}
+	if (desc->natts == ENSURE_NATTS_1_1)
+	{
+		int c = ENSURE_NATTS_1_0;
+
+		values[c] = claim ? Int64GetDatum(claim->fence) : (Datum) 0;
+		values[c + 1] = claim ? UUIDPGetDatum(&claim->owner_token) : (Datum) 0;
+		values[c + 2] = claim ? TimestampTzGetDatum(claim->lease_expires_at) : (Datum) 0;
+		nulls[c] = nulls[c + 1] = nulls[c + 2] = claim == NULL;
+	}
 	return heap_form_tuple(desc, values, nulls);
 }
 
+/*
+ * One attempt, with the key's advisory lock held.  Returns the action, or
+ * NULL when a live claim holds the key (filled into *blocker).
+ */
+static const char *
+ensure_attempt(const EnsureArgs *a, SbRecord *rec, SbClaim *claim, bool *claimed, SbClaim *blocker)
+{
+	bool claims = sb_claims_enabled();
+
+	/* Lock mode, hot path: one statement stamps a fresh, unclaimed record. */
+	if (a->lease == NULL && sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, claims, rec))
+		return "resume";
+
+	if (claims)
+	{
+		SbClaimState state = sb_claim_state(a->key, blocker);
+
+		if (state == CLAIM_LIVE)
+			return NULL;
+		if (a->lease != NULL)
+		{
+			if (!sb_take_claim(a->key, a->lease, claim))
+				return NULL; /* renewed meanwhile */
+			*claimed = true;
+		}
+		else if (state == CLAIM_EXPIRED)
+		{
+			if (!sb_retire_claim(a->key))
+				return NULL; /* renewed meanwhile */
+		}
+		else
+			goto lookup; /* the stamp failed on freshness alone */
+
+		if (sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, false, rec))
+			return "resume";
+	}
+lookup:
+	if (sb_store_lookup(a->key, rec))
+		return "recreate";
+	return "create";
+}
+
 static HeapTuple
-ensure_decide(TupleDesc desc, const text *key, const text *run_id, const Interval *max_age,
-			  const text *provider)
+ensure_decide(TupleDesc desc, const EnsureArgs *a)
 {
 	SbRecord rec;
+	SbClaim claim;
+	SbClaim blocker;
+	bool claimed = false;
 	const char *action;
+	int delay_ms = 1;
 
-	SPI_connect();
-	if (sb_store_stamp(key, run_id, max_age, provider, &rec))
-		action = "resume";
-	else if (sb_store_lookup(key, &rec))
-		action = "recreate";
-	else
-		action = "create";
-	SPI_finish();
+	for (;;)
+	{
+		sb_lock_key(a->key, &a->wait);
+		SPI_connect();
+		action = ensure_attempt(a, &rec, &claim, &claimed, &blocker);
+		SPI_finish();
+		if (action != NULL)
+			break;
+		/* A live claim holds the key: let go of the lock and wait for it. */
+		sb_unlock_key(a->key);
+		if (a->wait.bounded && GetCurrentTimestamp() >= a->wait.deadline)
+			sb_report_not_obtained(a->key, &a->wait, &blocker);
+		sb_sleep_until(&a->wait, &delay_ms, blocker.lease_expires_at);
+	}
 
-	if (strcmp(action, "resume") != 0 && !IsTransactionBlock())
+	if (!claimed && strcmp(action, "resume") != 0 && !IsTransactionBlock())
 		ereport(
 			WARNING,
 			(errmsg("sandbox_ensure returned \"%s\" outside a transaction block", action),
 			 errdetail(
 				 "The lock on the key ended with the statement, so another session may also be told to create a sandbox for it."),
-			 errhint("Call sandbox_ensure after BEGIN and upsert the new record before COMMIT.")));
+			 errhint(
+				 "Call sandbox_ensure after BEGIN and upsert the new record before COMMIT, or pass a lease.")));
 
-	return ensure_row(desc, action, strcmp(action, "create") == 0 ? NULL : &rec);
+	return ensure_row(desc, action, strcmp(action, "create") == 0 ? NULL : &rec,
+					  claimed ? &claim : NULL);
 }
 
 /*
  * sandbox_ensure(key, run_id, max_age DEFAULT NULL, provider DEFAULT NULL,
- *				  wait DEFAULT NULL)
- *	  RETURNS TABLE(action text, <the instances columns>)
+ *				  wait DEFAULT NULL [, lease DEFAULT NULL])
+ *	  RETURNS TABLE(action text, <the instances columns>
+ *					[, fence, owner_token, lease_expires_at])
  *
  * Returns exactly one row.  The set-returning protocol is value-per-call:
- * all work happens in the first call.
+ * all work happens in the first call.  The bracketed parts are version 1.1;
+ * the same C function serves a database still at 1.0.
  */
 Datum
 sandbox_ensure(PG_FUNCTION_ARGS)
@@ -89,28 +169,29 @@ sandbox_ensure(PG_FUNCTION_ARGS)
 	{
 		MemoryContext oldcxt;
 		TupleDesc desc;
-		text *key;
-		text *run_id;
-		Interval *max_age;
-		text *provider;
-		Interval *wait;
+		EnsureArgs a;
 
 		funcctx = SRF_FIRSTCALL_INIT();
 		oldcxt = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
 
-		key = sb_required_text(fcinfo, 0, "key");
-		run_id = sb_required_text(fcinfo, 1, "run_id");
-		max_age = sb_optional_interval(fcinfo, 2, "max_age");
-		provider = sb_optional_text(fcinfo, 3, "provider");
-		wait = sb_optional_interval(fcinfo, 4, "wait");
+		a.key = sb_required_text(fcinfo, 0, "key");
+		a.run_id = sb_required_text(fcinfo, 1, "run_id");
+		a.max_age = sb_optional_interval(fcinfo, 2, "max_age");
+		a.provider = sb_optional_text(fcinfo, 3, "provider");
+		a.wait = sb_wait_from(sb_optional_interval(fcinfo, 4, "wait"));
+		a.lease = PG_NARGS() > 5 ? sb_positive_interval(fcinfo, 5, "lease", false) : NULL;
 
 		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
-			desc->natts != ENSURE_NATTS)
-			elog(ERROR, "sandbox_ensure must return %d columns", ENSURE_NATTS);
+			(desc->natts != ENSURE_NATTS_1_0 && desc->natts != ENSURE_NATTS_1_1))
+			elog(ERROR, "sandbox_ensure must return %d or %d columns", ENSURE_NATTS_1_0,
+				 ENSURE_NATTS_1_1);
+		if (a.lease != NULL && !sb_claims_enabled())
+			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							errmsg("lease mode needs sandbox_store 1.1"),
+							errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
 		desc = BlessTupleDesc(desc);
 
-		sb_lock_key(key, wait);
-		funcctx->user_fctx = ensure_decide(desc, key, run_id, max_age, provider);
+		funcctx->user_fctx = ensure_decide(desc, &a);
 
 		MemoryContextSwitchTo(oldcxt);
 	}

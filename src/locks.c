@@ -23,19 +23,28 @@
 #include <limits.h>
 #include <math.h>
 
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/wait_event.h"
 
 PG_FUNCTION_INFO_V1(sandbox_lock);
 PG_FUNCTION_INFO_V1(sandbox_try_lock);
 PG_FUNCTION_INFO_V1(sandbox_lock_id);
+PG_FUNCTION_INFO_V1(sandbox_lock_holder);
 
 #define FNV64_OFFSET_BASIS UINT64CONST(0xcbf29ce484222325)
 #define FNV64_PRIME        UINT64CONST(0x100000001b3)
+
+/* Longest sleep between two looks at a claim someone else holds. */
+#define SB_MAX_POLL_MS 50
 
 /* The stable 64-bit lock id of a key: FNV-1a over its bytes. */
 uint64
@@ -61,49 +70,78 @@ set_key_locktag(LOCKTAG *tag, const text *key)
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (id >> 32), (uint32) id, SB_LOCK_CLASS);
 }
 
-/* Milliseconds for lock_timeout: rounded up, so a positive wait is >= 1. */
+/*
+ * How long a caller may wait: wait NULL is bounded only by the session
+ * (lock_timeout, statement_timeout, cancel); otherwise until now + wait, or
+ * now + lock_timeout if that is sooner.
+ */
+SbWait
+sb_wait_from(const Interval *wait)
+{
+	SbWait w;
+	TimestampTz current = GetCurrentTimestamp();
+
+	w.wait = wait;
+	w.bounded = wait != NULL || LockTimeout > 0;
+	w.deadline = current;
+	if (wait != NULL)
+		w.deadline = DatumGetTimestampTz(DirectFunctionCall2(
+			timestamptz_pl_interval, TimestampTzGetDatum(current), IntervalPGetDatum(wait)));
+	if (LockTimeout > 0)
+	{
+		TimestampTz by_lock_timeout = TimestampTzPlusMilliseconds(current, LockTimeout);
+
+		if (wait == NULL || by_lock_timeout < w.deadline)
+			w.deadline = by_lock_timeout;
+	}
+	return w;
+}
+
+/* Milliseconds left before the deadline, rounded up; 0 when it has passed. */
 static int
-wait_to_ms(const Interval *wait)
+ms_left(const SbWait *wait)
 {
-	double usecs = (double) wait->time + (double) wait->day * USECS_PER_DAY +
-				   (double) wait->month * DAYS_PER_MONTH * USECS_PER_DAY;
-	double ms = ceil(usecs / 1000.0);
+	TimestampTz current = GetCurrentTimestamp();
+	int64 usecs = wait->deadline - current;
 
-	return ms > INT_MAX ? INT_MAX : (int) ms;
+	if (usecs <= 0)
+		return 0;
+	return usecs / 1000 >= INT_MAX ? INT_MAX : (int) ((usecs + 999) / 1000);
 }
 
-static char *
-key_for_message(const text *key)
+void
+sb_report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
 {
-	return text_to_cstring(key);
-}
+	char *waited =
+		wait->wait
+			? DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(wait->wait)))
+			: pstrdup("lock_timeout");
 
-static void
-report_not_obtained(const text *key, const Interval *wait)
-{
-	ereport(ERROR,
+	if (claim)
+		ereport(
+			ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-			 errmsg("could not lock sandbox key \"%s\"", key_for_message(key)),
-			 wait_to_ms(wait) == 0
-				 ? errdetail("Another transaction holds the key's lock, and wait is 0.")
-				 : errdetail(
-					   "Another transaction held the key's lock for longer than wait (%s).",
-					   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(wait)))),
+			 errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+			 errdetail("The key is claimed (fence " INT64_FORMAT ") until %s, past the wait (%s).",
+					   claim->fence, timestamptz_to_str(claim->lease_expires_at), waited),
 			 errhint("Retry later, or pass a longer wait.")));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+		 errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+		 errdetail("Another transaction holds the key's lock, and the wait (%s) is over.", waited),
+		 errhint("Retry later, or pass a longer wait.")));
 }
 
 /*
- * Take the key's lock for the rest of the transaction.
- *
- * wait NULL: wait as long as the session allows (lock_timeout,
- * statement_timeout, deadlock detection, cancel).  A zero wait: do not wait.
- * Otherwise wait at most that long (or less, if lock_timeout is shorter):
- * lock_timeout is set for the wait only, in a GUC nest level that is undone
- * on success here and by transaction or subtransaction abort on error, so it
- * never leaks into later statements.  Raises 55P03 when not obtained.
+ * Take the key's advisory lock for the rest of the transaction, waiting at
+ * most as wait says.  A bounded wait sets lock_timeout for the wait only, in
+ * a GUC nest level that is undone on success here and by transaction or
+ * subtransaction abort on error, so it never leaks into later statements.
+ * Raises 55P03 when not obtained.
  */
 void
-sb_lock_key(const text *key, const Interval *wait)
+sb_lock_key(const text *key, const SbWait *wait)
 {
 	LOCKTAG tag;
 	int wait_ms;
@@ -113,24 +151,22 @@ sb_lock_key(const text *key, const Interval *wait)
 
 	set_key_locktag(&tag, key);
 
-	if (wait == NULL)
+	/* Unbounded or bounded by lock_timeout alone: PostgreSQL's own wait. */
+	if (wait->wait == NULL)
 	{
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 		return;
 	}
 
-	wait_ms = wait_to_ms(wait);
+	wait_ms = ms_left(wait);
 	if (wait_ms == 0)
 	{
 		if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
-			report_not_obtained(key, wait);
+			sb_report_not_obtained(key, wait, NULL);
 		return;
 	}
 
-	if (LockTimeout > 0 && LockTimeout < wait_ms)
-		wait_ms = LockTimeout;
 	snprintf(setting, sizeof(setting), "%d", wait_ms);
-
 	nest_level = NewGUCNestLevel();
 	(void) set_config_option("lock_timeout", setting, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 							 true, 0, false);
@@ -148,10 +184,57 @@ sb_lock_key(const text *key, const Interval *wait)
 			PG_RE_THROW();
 		/* Our timeout fired: say so in the extension's words. */
 		FlushErrorState();
-		report_not_obtained(key, wait);
+		sb_report_not_obtained(key, wait, NULL);
 	}
 	PG_END_TRY();
 	AtEOXact_GUC(true, nest_level);
+}
+
+/* Take the key's advisory lock if it is free now (or held by us already). */
+bool
+sb_try_lock_key(const text *key)
+{
+	LOCKTAG tag;
+
+	set_key_locktag(&tag, key);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* Give back one acquisition of the key's advisory lock (to wait for a claim). */
+void
+sb_unlock_key(const text *key)
+{
+	LOCKTAG tag;
+
+	set_key_locktag(&tag, key);
+	if (!LockRelease(&tag, ExclusiveLock, false))
+		elog(ERROR, "sandbox key lock was not held");
+}
+
+/*
+ * Sleep on the latch before looking at a claim again: *delay_ms, doubled for
+ * the next time up to SB_MAX_POLL_MS, cut short by the wait's deadline and
+ * by wake_by (when the claim expires).  Interruptible: cancel,
+ * statement_timeout and postmaster death end it.
+ */
+void
+sb_sleep_until(const SbWait *wait, int *delay_ms, TimestampTz wake_by)
+{
+	long timeout = *delay_ms;
+	TimestampTz current = GetCurrentTimestamp();
+
+	if (wake_by > current && (wake_by - current) / 1000 + 1 < timeout)
+		timeout = (wake_by - current) / 1000 + 1;
+	if (wait->bounded && ms_left(wait) < timeout)
+		timeout = ms_left(wait);
+	if (timeout > 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	CHECK_FOR_INTERRUPTS();
+	*delay_ms = Min(*delay_ms * 2, SB_MAX_POLL_MS);
 }
 
 /* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */
@@ -159,9 +242,10 @@ Datum
 sandbox_lock(PG_FUNCTION_ARGS)
 {
 	text *key = sb_required_text(fcinfo, 0, "key");
-	Interval *wait = sb_optional_interval(fcinfo, 1, "wait");
+	Interval *wait_arg = sb_optional_interval(fcinfo, 1, "wait");
+	SbWait wait = sb_wait_from(wait_arg);
 
-	sb_lock_key(key, wait);
+	sb_acquire_key(key, &wait);
 	PG_RETURN_VOID();
 }
 
@@ -170,10 +254,16 @@ Datum
 sandbox_try_lock(PG_FUNCTION_ARGS)
 {
 	text *key = sb_required_text(fcinfo, 0, "key");
-	LOCKTAG tag;
+	SbClaim claim;
 
-	set_key_locktag(&tag, key);
-	PG_RETURN_BOOL(LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL);
+	if (!sb_try_lock_key(key))
+		PG_RETURN_BOOL(false);
+	if (!sb_key_free(key, &claim))
+	{
+		sb_unlock_key(key);
+		PG_RETURN_BOOL(false);
+	}
+	PG_RETURN_BOOL(true);
 }
 
 /* sandbox_lock_id(key text) RETURNS bigint: the lock id pg_locks shows. */
@@ -183,4 +273,48 @@ sandbox_lock_id(PG_FUNCTION_ARGS)
 	text *key = sb_required_text(fcinfo, 0, "key");
 
 	PG_RETURN_INT64((int64) sb_lock_id(key));
+}
+
+/* The granted lock of a key, as pg_locks shows it. */
+static SbStatement holder_stmt = {
+	"SELECT pid FROM pg_catalog.pg_locks"
+	" WHERE locktype OPERATOR(pg_catalog.=) 'advisory' AND granted"
+	" AND database OPERATOR(pg_catalog.=) $1 AND classid OPERATOR(pg_catalog.=) $2"
+	" AND objid OPERATOR(pg_catalog.=) $3 AND objsubid OPERATOR(pg_catalog.=) $4"
+	" LIMIT 1",
+	4,
+	{OIDOID, OIDOID, OIDOID, INT2OID}};
+
+/*
+ * sandbox_lock_holder(key text) RETURNS int (version 1.1)
+ *
+ * The pid of the backend whose transaction holds the key's lock, or NULL.
+ * (A claim has no backend: see the view sandbox_store.claims.)
+ */
+Datum
+sandbox_lock_holder(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	uint64 id = sb_lock_id(key);
+	Datum args[4];
+	bool found;
+	int32 pid = 0;
+
+	args[0] = ObjectIdGetDatum(MyDatabaseId);
+	args[1] = ObjectIdGetDatum((Oid) (id >> 32));
+	args[2] = ObjectIdGetDatum((Oid) (uint32) id);
+	args[3] = Int16GetDatum(SB_LOCK_CLASS);
+
+	SPI_connect();
+	found = sb_spi_execute(&holder_stmt, args, NULL, true, InvalidSnapshot) > 0;
+	if (found)
+	{
+		bool isnull;
+
+		pid = DatumGetInt32(heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, &isnull));
+	}
+	SPI_finish();
+	if (!found)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(pid);
 }

@@ -5,9 +5,13 @@
  *	  _PG_init.  Each responsibility lives in a file of its own:
  *
  *	  validate.c	argument checks and their SQLSTATEs
- *	  locks.c		the per-key advisory lock (sandbox_lock, sandbox_try_lock)
+ *	  spi.c			how statements run: prepared once, as the tables' owner
+ *	  locks.c		the per-key advisory lock (sandbox_lock, _try_lock, _lock_id,
+ *					_lock_holder)
+ *	  claims.c		lease mode: claims and fences (sandbox_renew, _release)
  *	  store.c		the managed table (sandbox_upsert, _get, _delete, _list)
  *	  ensure.c		resume-or-create under the key's lock (sandbox_ensure)
+ *	  reap.c		deleting idle records nobody holds (sandbox_reap)
  *
  *-------------------------------------------------------------------------
  */
@@ -22,5 +26,6 @@ void _PG_init(void);
 void
 _PG_init(void)
 {
-	sb_store_init();
+	sb_spi_init();
+	sb_claims_init();
 }

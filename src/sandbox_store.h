@@ -2,13 +2,14 @@
  *
  * sandbox_store.h
  *	  Shared declarations of the sandbox_store extension: the layout of the
- *	  managed table sandbox_store.instances, the lock namespace, and the
- *	  entry points each source file offers the others.
+ *	  managed tables, the lock namespace, and the entry points each source
+ *	  file offers the others.
  *
  * The Anum_* constants mirror the column order of sandbox_store.instances
- * (sql/sandbox_store--1.0.sql).  Every SPI statement in store.c selects the
- * record columns in exactly this order, so a result tuple's attribute N is
- * the table's column N.  Upgrade scripts may only add columns at the end.
+ * and sandbox_store.leases (sql/sandbox_store--*.sql).  Every SPI statement
+ * selects the record columns in exactly this order, so a result tuple's
+ * attribute N is the table's column N.  Upgrade scripts may only add
+ * columns at the end.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,7 +18,10 @@
 
 #include "postgres.h"
 
+#include "executor/spi.h"
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
+#include "utils/uuid.h"
 
 /* Columns of sandbox_store.instances, 1-based as in pg_attribute. */
 #define Anum_instances_key                 1
@@ -28,6 +32,13 @@
 #define Anum_instances_latest_run_id       6
 #define Anum_instances_updated_at          7
 #define Natts_instances                    7
+
+/* Columns of sandbox_store.leases (version 1.1). */
+#define Anum_leases_key              1
+#define Anum_leases_fence            2
+#define Anum_leases_owner_token      3
+#define Anum_leases_lease_expires_at 4
+#define Natts_leases                 4
 
 /* Longest text value a record (or a run id) may hold, in bytes. */
 #define SB_MAX_TEXT_BYTES 1024
@@ -40,6 +51,9 @@
  */
 #define SB_LOCK_CLASS 0x5342
 
+/* SQLSTATE SB001: a fenced write or renew whose claim was taken over. */
+#define ERRCODE_SB_CLAIM_LOST MAKE_SQLSTATE('S', 'B', '0', '0', '1')
+
 /* One record, as read from or written to the table. */
 typedef struct SbRecord
 {
@@ -47,20 +61,79 @@ typedef struct SbRecord
 	bool nulls[Natts_instances];
 } SbRecord;
 
+/* A claim on a key (lease mode). */
+typedef struct SbClaim
+{
+	int64 fence;
+	pg_uuid_t owner_token;
+	TimestampTz lease_expires_at;
+} SbClaim;
+
+/* A statement run through SPI: its text, argument types and kept plan. */
+typedef struct SbStatement
+{
+	const char *sql;
+	int nargs;
+	Oid argtypes[8];
+	SPIPlanPtr plan;
+} SbStatement;
+
+/* How long a caller may wait for a key: from the wait argument. */
+typedef struct SbWait
+{
+	const Interval *wait; /* the argument (NULL: as the session allows) */
+	bool bounded;         /* false: no bound but the session's timeouts */
+	TimestampTz deadline; /* when bounded */
+} SbWait;
+
 /* validate.c */
 extern text *sb_required_text(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern text *sb_optional_text(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern Interval *sb_optional_interval(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern Interval *sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname,
+									  bool required);
 extern TimestampTz sb_required_timestamp(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern pg_uuid_t *sb_required_uuid(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern bool sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence);
+
+/* spi.c */
+extern void sb_spi_init(void);
+extern SPIPlanPtr sb_spi_plan(SbStatement *stmt);
+extern uint64 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only,
+							 Snapshot snapshot);
+extern Portal sb_spi_cursor_open(SbStatement *stmt, Datum *args, const char *nulls);
+extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
 
 /* locks.c */
 extern uint64 sb_lock_id(const text *key);
-extern void sb_lock_key(const text *key, const Interval *wait);
+extern SbWait sb_wait_from(const Interval *wait);
+extern void sb_lock_key(const text *key, const SbWait *wait);
+extern bool sb_try_lock_key(const text *key);
+extern void sb_unlock_key(const text *key);
+extern void sb_sleep_until(const SbWait *wait, int *delay_ms, TimestampTz wake_by);
+extern void sb_report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
+	pg_attribute_noreturn();
+
+/* claims.c */
+typedef enum SbClaimState
+{
+	CLAIM_NONE,    /* no claim holds the key */
+	CLAIM_EXPIRED, /* a claim whose lease ran out, not taken over yet */
+	CLAIM_LIVE     /* a claim holds the key */
+} SbClaimState;
+
+extern void sb_claims_init(void);
+extern bool sb_claims_enabled(void);
+extern SbClaimState sb_claim_state(const text *key, SbClaim *claim);
+extern bool sb_retire_claim(const text *key);
+extern bool sb_key_free(const text *key, SbClaim *claim);
+extern void sb_acquire_key(const text *key, const SbWait *wait);
+extern bool sb_take_claim(const text *key, const Interval *lease, SbClaim *claim);
+extern void sb_check_fence(const text *key, int64 fence);
 
 /* store.c */
-extern void sb_store_init(void);
 extern bool sb_store_stamp(const text *key, const text *run_id, const Interval *max_age,
-						   const text *provider, SbRecord *out);
+						   const text *provider, bool unclaimed_only, SbRecord *out);
 extern bool sb_store_lookup(const text *key, SbRecord *out);
 
 #endif /* SANDBOX_STORE_H */

@@ -5,14 +5,9 @@
  *	  or writes it, and the SQL functions sandbox_upsert, sandbox_get,
  *	  sandbox_delete and sandbox_list.
  *
- * Statements run through SPI with $n parameters; each is prepared once per
- * backend (SPI_prepare + SPI_keepplan) and names everything schema-qualified,
- * with OPERATOR(pg_catalog.x), so no search_path can redirect it.
- *
- * Callers get no privilege on the table.  EXECUTE on a function is the gate;
- * each statement then runs as the table's owner, in a restricted security
- * context (as pg_cron does), instead of making the functions SECURITY
- * DEFINER: the effect is the same without a per-call search_path switch.
+ * Statements run through spi.c: prepared once per backend, schema-qualified,
+ * executed as the table's owner.  Fenced writes (version 1.1) check the
+ * key's newest fence in claims.c first.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,151 +39,57 @@ PG_FUNCTION_INFO_V1(sandbox_list);
 	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, "                          \
 	"latest_run_id, updated_at"
 
-typedef enum SbStatement
-{
-	STMT_LOOKUP, /* the record of a key, and its ctid */
-	STMT_LIST,   /* the records of a thread */
-	STMT_UPSERT, /* insert or fully replace a record */
-	STMT_DELETE, /* remove a key's record */
-	STMT_STAMP,  /* stamp a fresh record with a run */
-	STMT_COUNT
-} SbStatement;
+/* The record of a key, and its ctid. */
+static SbStatement lookup_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
+								  " WHERE key OPERATOR(pg_catalog.=) $1",
+								  1,
+								  {TEXTOID}};
 
-typedef struct SbStatementDef
-{
-	const char *sql;
-	int nargs;
-	Oid argtypes[Natts_instances];
-} SbStatementDef;
+/* The records of a thread. */
+static SbStatement list_stmt = {"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
+								" WHERE thread_id OPERATOR(pg_catalog.=) $1"
+								" ORDER BY updated_at DESC, key",
+								1,
+								{TEXTOID}};
 
-static const SbStatementDef statements[STMT_COUNT] = {
-	[STMT_LOOKUP] = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
-					 " WHERE key OPERATOR(pg_catalog.=) $1",
-					 1,
-					 {TEXTOID}},
-	[STMT_LIST] = {"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
-				   " WHERE thread_id OPERATOR(pg_catalog.=) $1"
-				   " ORDER BY updated_at DESC, key",
-				   1,
-				   {TEXTOID}},
-	[STMT_UPSERT] = {"INSERT INTO sandbox_store.instances AS i (" RECORD_COLUMNS ")"
-					 " VALUES ($1, $2, $3, $4, $5, $6, $7)"
-					 " ON CONFLICT (key) DO UPDATE SET"
-					 " provider = EXCLUDED.provider,"
-					 " provider_sandbox_id = EXCLUDED.provider_sandbox_id,"
-					 " latest_snapshot_id = EXCLUDED.latest_snapshot_id,"
-					 " thread_id = EXCLUDED.thread_id,"
-					 " latest_run_id = EXCLUDED.latest_run_id,"
-					 " updated_at = EXCLUDED.updated_at"
-					 " RETURNING " RECORD_COLUMNS,
-					 Natts_instances,
-					 {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}},
-	[STMT_DELETE] = {"DELETE FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
-					 1,
-					 {TEXTOID}},
-	[STMT_STAMP] = {"UPDATE sandbox_store.instances"
-					" SET latest_run_id = $2, updated_at = pg_catalog.now()"
-					" WHERE key OPERATOR(pg_catalog.=) $1"
-					" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=)"
-					" (pg_catalog.now() OPERATOR(pg_catalog.-) $3))"
-					" AND ($4 IS NULL OR provider OPERATOR(pg_catalog.=) $4)"
-					" RETURNING " RECORD_COLUMNS,
-					4,
-					{TEXTOID, TEXTOID, INTERVALOID, TEXTOID}},
-};
+/* Insert or fully replace a record. */
+static SbStatement upsert_stmt = {
+	"INSERT INTO sandbox_store.instances AS i (" RECORD_COLUMNS ")"
+	" VALUES ($1, $2, $3, $4, $5, $6, $7)"
+	" ON CONFLICT (key) DO UPDATE SET"
+	" provider = EXCLUDED.provider,"
+	" provider_sandbox_id = EXCLUDED.provider_sandbox_id,"
+	" latest_snapshot_id = EXCLUDED.latest_snapshot_id,"
+	" thread_id = EXCLUDED.thread_id,"
+	" latest_run_id = EXCLUDED.latest_run_id,"
+	" updated_at = EXCLUDED.updated_at"
+	" RETURNING " RECORD_COLUMNS,
+	Natts_instances,
+	{TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}};
 
-static SPIPlanPtr plans[STMT_COUNT];
+/* Remove a key's record. */
+static SbStatement delete_stmt = {
+	"DELETE FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}};
 
-/* The table's owner, cached until a relcache invalidation of the table. */
-static Oid table_relid = InvalidOid;
-static Oid table_owner = InvalidOid;
+/* Stamp a fresh record with a run. */
+#define STAMP_SQL                                                                                  \
+	"UPDATE sandbox_store.instances"                                                               \
+	" SET latest_run_id = $2, updated_at = pg_catalog.now()"                                       \
+	" WHERE key OPERATOR(pg_catalog.=) $1"                                                         \
+	" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=)"                                       \
+	" (pg_catalog.now() OPERATOR(pg_catalog.-) $3))"                                               \
+	" AND ($4 IS NULL OR provider OPERATOR(pg_catalog.=) $4)"
 
-static void
-table_invalidated(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == table_relid)
-	{
-		table_relid = InvalidOid;
-		table_owner = InvalidOid;
-	}
-}
+static SbStatement stamp_stmt = {
+	STAMP_SQL " RETURNING " RECORD_COLUMNS, 4, {TEXTOID, TEXTOID, INTERVALOID, TEXTOID}};
 
-void
-sb_store_init(void)
-{
-	CacheRegisterRelcacheCallback(table_invalidated, (Datum) 0);
-}
-
-static Oid
-get_table_owner(void)
-{
-	if (!OidIsValid(table_owner))
-	{
-		Oid relid = get_relname_relid("instances", get_namespace_oid("sandbox_store", false));
-		HeapTuple tuple;
-
-		if (!OidIsValid(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("relation \"sandbox_store.instances\" does not exist"),
-					 errhint("Reinstall the extension with DROP EXTENSION and CREATE EXTENSION.")));
-		tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-		if (!HeapTupleIsValid(tuple))
-			elog(ERROR, "cache lookup failed for relation %u", relid);
-		table_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-		table_relid = relid;
-		ReleaseSysCache(tuple);
-	}
-	return table_owner;
-}
-
-static SPIPlanPtr
-get_plan(SbStatement stmt)
-{
-	if (plans[stmt] == NULL)
-	{
-		const SbStatementDef *def = &statements[stmt];
-		SPIPlanPtr plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s", def->sql,
-				 SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		plans[stmt] = plan;
-	}
-	return plans[stmt];
-}
-
-/*
- * Run one statement as the table's owner.  The caller is connected to SPI.
- * snapshot is InvalidSnapshot for SPI's usual choice (a fresh one for a
- * volatile caller in READ COMMITTED); read_only runs in the caller's snapshot.
- * A failure leaves the user id to transaction abort, which restores it.
- */
-static uint64
-execute(SbStatement stmt, Datum *args, const char *nulls, bool read_only, Snapshot snapshot)
-{
-	SPIPlanPtr plan = get_plan(stmt);
-	Oid save_userid;
-	int save_sec_context;
-	int rc;
-
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(get_table_owner(), save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-												  SECURITY_RESTRICTED_OPERATION);
-	if (snapshot != InvalidSnapshot)
-		rc =
-			SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot, read_only, false, 0);
-	else
-		rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", statements[stmt].sql,
-			 SPI_result_code_string(rc));
-	return SPI_processed;
-}
+/* The same, only if no claim token is set on the key (the lock-mode hot path). */
+static SbStatement stamp_unclaimed_stmt = {
+	STAMP_SQL " AND NOT EXISTS (SELECT FROM sandbox_store.leases l"
+			  " WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token IS NOT NULL)"
+			  " RETURNING " RECORD_COLUMNS,
+	4,
+	{TEXTOID, TEXTOID, INTERVALOID, TEXTOID}};
 
 /* Record columns of SPI result row; values point into the tuple. */
 static void
@@ -229,7 +130,7 @@ check_snapshot_current(Datum key, const ItemPointerData *visible)
 
 	if (!IsolationUsesXactSnapshot())
 		return;
-	found = execute(STMT_LOOKUP, &key, NULL, false, GetLatestSnapshot()) > 0;
+	found = sb_spi_execute(&lookup_stmt, &key, NULL, false, GetLatestSnapshot()) > 0;
 	if (found == (visible != NULL))
 	{
 		ItemPointerData latest;
@@ -252,13 +153,14 @@ check_snapshot_current(Datum key, const ItemPointerData *visible)
 /*
  * Stamp the key's record with run_id and now() if it is fresh: no older than
  * max_age (when given) and owned by provider (when given).  Returns true and
- * the stamped record, or false when there is no fresh record.  The caller is
+ * the stamped record, or false when there is no fresh record (or, with
+ * unclaimed_only, when a claim token is set on the key).  The caller is
  * connected to SPI and holds the key's lock; the record is copied to the
  * context SPI was entered from.
  */
 bool
 sb_store_stamp(const text *key, const text *run_id, const Interval *max_age, const text *provider,
-			   SbRecord *out)
+			   bool unclaimed_only, SbRecord *out)
 {
 	Datum args[4];
 	char nulls[4] = {' ', ' ', ' ', ' '};
@@ -272,7 +174,8 @@ sb_store_stamp(const text *key, const text *run_id, const Interval *max_age, con
 	if (provider == NULL)
 		nulls[3] = 'n';
 
-	if (execute(STMT_STAMP, args, nulls, false, InvalidSnapshot) == 0)
+	if (sb_spi_execute(unclaimed_only ? &stamp_unclaimed_stmt : &stamp_stmt, args, nulls, false,
+					   InvalidSnapshot) == 0)
 		return false;
 	copy_record(out);
 	return true;
@@ -289,7 +192,7 @@ sb_store_lookup(const text *key, SbRecord *out)
 	Datum arg = PointerGetDatum(key);
 	ItemPointerData ctid;
 
-	if (execute(STMT_LOOKUP, &arg, NULL, false, InvalidSnapshot) == 0)
+	if (sb_spi_execute(&lookup_stmt, &arg, NULL, false, InvalidSnapshot) == 0)
 	{
 		check_snapshot_current(arg, NULL);
 		return false;
@@ -321,7 +224,8 @@ return_rows(FunctionCallInfo fcinfo)
  *	  RETURNS sandbox_store.instances
  *
  * Inserts or fully replaces the record: optional fields passed as NULL clear
- * what was stored.
+ * what was stored.  Version 1.1 adds fence: a fenced write takes the key's
+ * lock and is refused (SB001) if the key was claimed with a newer fence.
  */
 Datum
 sandbox_upsert(PG_FUNCTION_ARGS)
@@ -331,6 +235,8 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 	TupleDesc desc;
 	SbRecord rec;
 	HeapTuple result;
+	int64 fence;
+	bool fenced;
 	MemoryContext outer = CurrentMemoryContext;
 
 	args[Anum_instances_key - 1] = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
@@ -344,6 +250,7 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 		PointerGetDatum(sb_optional_text(fcinfo, 5, "latest_run_id"));
 	args[Anum_instances_updated_at - 1] =
 		TimestampTzGetDatum(sb_required_timestamp(fcinfo, 6, "updated_at"));
+	fenced = sb_optional_fence(fcinfo, 7, &fence);
 	for (int i = 0; i < Natts_instances; i++)
 		nulls[i] =
 			DatumGetPointer(args[i]) == NULL && i != Anum_instances_updated_at - 1 ? 'n' : ' ';
@@ -351,8 +258,17 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
+	if (fenced)
+	{
+		const text *key = (const text *) DatumGetPointer(args[Anum_instances_key - 1]);
+		SbWait wait = sb_wait_from(NULL);
+
+		sb_lock_key(key, &wait);
+		sb_check_fence(key, fence);
+	}
+
 	SPI_connect();
-	if (execute(STMT_UPSERT, args, nulls, false, InvalidSnapshot) != 1)
+	if (sb_spi_execute(&upsert_stmt, args, nulls, false, InvalidSnapshot) != 1)
 		elog(ERROR, "upsert of a sandbox record returned no row");
 	read_record(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, &rec);
 	MemoryContextSwitchTo(outer);
@@ -370,7 +286,7 @@ sandbox_get(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	SPI_connect();
-	execute(STMT_LOOKUP, &key, NULL, true, InvalidSnapshot);
+	sb_spi_execute(&lookup_stmt, &key, NULL, true, InvalidSnapshot);
 	return_rows(fcinfo);
 	SPI_finish();
 	return (Datum) 0;
@@ -384,29 +300,40 @@ sandbox_list(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	SPI_connect();
-	execute(STMT_LIST, &thread_id, NULL, true, InvalidSnapshot);
+	sb_spi_execute(&list_stmt, &thread_id, NULL, true, InvalidSnapshot);
 	return_rows(fcinfo);
 	SPI_finish();
 	return (Datum) 0;
 }
 
 /*
- * sandbox_delete(key) RETURNS boolean
+ * sandbox_delete(key [, fence]) RETURNS boolean
  *
- * Takes the key's lock first (waiting as the session allows), so a delete
- * never races an ensure in flight.  Deleting a missing key returns false.
+ * Takes the key's lock first (waiting as the session allows, and for a live
+ * claim), so a delete never races an ensure in flight.  A fenced delete
+ * (version 1.1) is the claim holder's own: it does not wait for claims but
+ * is refused (SB001) if the key was claimed with a newer fence.  Deleting a
+ * missing key returns false.
  */
 Datum
 sandbox_delete(PG_FUNCTION_ARGS)
 {
 	text *key = sb_required_text(fcinfo, 0, "key");
 	Datum arg = PointerGetDatum(key);
+	SbWait wait = sb_wait_from(NULL);
+	int64 fence;
 	bool deleted;
 
-	sb_lock_key(key, NULL);
+	if (sb_optional_fence(fcinfo, 1, &fence))
+	{
+		sb_lock_key(key, &wait);
+		sb_check_fence(key, fence);
+	}
+	else
+		sb_acquire_key(key, &wait);
 
 	SPI_connect();
-	deleted = execute(STMT_DELETE, &arg, NULL, false, InvalidSnapshot) > 0;
+	deleted = sb_spi_execute(&delete_stmt, &arg, NULL, false, InvalidSnapshot) > 0;
 	if (!deleted)
 		check_snapshot_current(arg, NULL);
 	SPI_finish();

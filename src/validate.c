@@ -95,3 +95,58 @@ sb_required_timestamp(FunctionCallInfo fcinfo, int argno, const char *argname)
 			 errdetail("Records are swept by age, which an infinite timestamp does not have.")));
 	return value;
 }
+
+/*
+ * An interval argument that must be positive: a lease.  required: NULL is an
+ * error (22004); otherwise NULL returns NULL.
+ */
+Interval *
+sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bool required)
+{
+	Interval *value;
+	Interval zero = {0};
+
+	if (PG_ARGISNULL(argno))
+	{
+		if (required)
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+							errmsg("%s must not be null", argname)));
+		return NULL;
+	}
+	value = PG_GETARG_INTERVAL_P(argno);
+	if (!DatumGetBool(
+			DirectFunctionCall2(interval_gt, IntervalPGetDatum(value), IntervalPGetDatum(&zero))))
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be positive", argname),
+			 errdetail("The value given is %s.", DatumGetCString(DirectFunctionCall1(
+													 interval_out, IntervalPGetDatum(value))))));
+	return value;
+}
+
+/* A uuid argument that must be present: an owner token. */
+pg_uuid_t *
+sb_required_uuid(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
+	return PG_GETARG_UUID_P(argno);
+}
+
+/*
+ * The optional fence argument of a fenced write, present only in functions
+ * declared by version 1.1 or later.  Returns false when absent or NULL.
+ */
+bool
+sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence)
+{
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return false;
+	*fence = PG_GETARG_INT64(argno);
+	if (*fence <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("fence must be positive"),
+				 errdetail("The value given is " INT64_FORMAT "; fences start at 1.", *fence)));
+	return true;
+}

@@ -1,0 +1,358 @@
+/*-------------------------------------------------------------------------
+ *
+ * claims.c
+ *	  Lease mode (version 1.1): claims on keys kept as rows of
+ *	  sandbox_store.leases, fences, and the SQL functions sandbox_renew and
+ *	  sandbox_release.
+ *
+ * A claim gives the exclusion of the key's lock without an open
+ * transaction: it is a committed row (key, fence, owner_token,
+ * lease_expires_at), taken under the key's advisory lock.  While it is live
+ * every other ensure, lock, claim and delete of the key waits for it, by
+ * polling on the latch with backoff (there is no transaction to wait on).
+ *
+ * Fences come from the sequence sandbox_store.fence_seq, so they strictly
+ * increase per key (and across keys) forever: across release, expiry,
+ * delete and re-create, crash restart (sequences never hand out a logged
+ * value twice) and dump/restore (the sequence is dumped).  The leases row
+ * of a key is never deleted, so it always holds the newest fence the key
+ * was given: a fenced write with a smaller fence is refused with SB001.
+ *
+ * Claims are taken, retired, renewed and released only under the key's
+ * advisory lock, so a claim seen under the lock cannot change until it is
+ * let go.  Expiry is judged by the database server's clock
+ * (clock_timestamp()), the one clock every app server shares.  When anyone takes over a key whose
+ * claim expired (a new claim, or a lock-mode call that retires it), the key
+ * gets a new fence, so the old holder is fenced off at once.
+ *
+ * Lease mode needs the leases table of version 1.1: in a database still at
+ * version 1.0 (library upgraded, ALTER EXTENSION UPDATE not yet run) every
+ * function behaves as in 1.0.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sandbox_store.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+PG_FUNCTION_INFO_V1(sandbox_renew);
+PG_FUNCTION_INFO_V1(sandbox_release);
+
+#define FENCE_NEXTVAL "pg_catalog.nextval('sandbox_store.fence_seq'::pg_catalog.regclass)"
+
+/* The key's claim, if a token is set; live tells whether it has not expired. */
+static SbStatement claim_probe = {
+	"SELECT fence, owner_token, lease_expires_at,"
+	" lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+	" FROM sandbox_store.leases"
+	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL",
+	1,
+	{TEXTOID}};
+
+/* Take the key's claim unless a live one holds it. */
+static SbStatement claim_take = {
+	"INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)"
+	" VALUES ($1, " FENCE_NEXTVAL ", pg_catalog.gen_random_uuid(),"
+	" pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2)"
+	" ON CONFLICT (key) DO UPDATE SET fence = EXCLUDED.fence,"
+	" owner_token = EXCLUDED.owner_token, lease_expires_at = EXCLUDED.lease_expires_at"
+	" WHERE l.owner_token IS NULL"
+	" OR l.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+	" RETURNING fence, owner_token, lease_expires_at",
+	2,
+	{TEXTOID, INTERVALOID}};
+
+/* End an expired claim, with a new fence so its holder is fenced off. */
+static SbStatement claim_retire = {
+	"UPDATE sandbox_store.leases SET fence = " FENCE_NEXTVAL ","
+	" owner_token = NULL, lease_expires_at = NULL"
+	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL"
+	" AND lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
+	1,
+	{TEXTOID}};
+
+static SbStatement claim_renew = {
+	"UPDATE sandbox_store.leases"
+	" SET lease_expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3"
+	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token OPERATOR(pg_catalog.=) $2"
+	" RETURNING lease_expires_at",
+	3,
+	{TEXTOID, UUIDOID, INTERVALOID}};
+
+static SbStatement claim_release = {
+	"UPDATE sandbox_store.leases SET owner_token = NULL, lease_expires_at = NULL"
+	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token OPERATOR(pg_catalog.=) $2",
+	2,
+	{TEXTOID, UUIDOID}};
+
+static SbStatement fence_probe = {
+	"SELECT fence FROM sandbox_store.leases WHERE key OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}};
+
+/*
+ * Whether this database has the leases table (version 1.1 or later),
+ * cached until a relation is created, dropped or renamed anywhere.
+ */
+typedef enum
+{
+	LEASES_UNKNOWN,
+	LEASES_ABSENT,
+	LEASES_PRESENT
+} LeasesPresence;
+
+static LeasesPresence leases_presence = LEASES_UNKNOWN;
+
+static void
+relations_changed(Datum arg, int cacheid, uint32 hashvalue)
+{
+	leases_presence = LEASES_UNKNOWN;
+}
+
+void
+sb_claims_init(void)
+{
+	CacheRegisterSyscacheCallback(RELNAMENSP, relations_changed, (Datum) 0);
+}
+
+bool
+sb_claims_enabled(void)
+{
+	if (leases_presence == LEASES_UNKNOWN)
+	{
+		Oid nsp = get_namespace_oid("sandbox_store", false);
+
+		leases_presence =
+			OidIsValid(get_relname_relid("leases", nsp)) ? LEASES_PRESENT : LEASES_ABSENT;
+	}
+	return leases_presence == LEASES_PRESENT;
+}
+
+static void
+read_claim(HeapTuple tuple, TupleDesc desc, SbClaim *claim)
+{
+	bool isnull;
+
+	claim->fence = DatumGetInt64(heap_getattr(tuple, 1, desc, &isnull));
+	claim->owner_token = *DatumGetUUIDP(heap_getattr(tuple, 2, desc, &isnull));
+	claim->lease_expires_at = DatumGetTimestampTz(heap_getattr(tuple, 3, desc, &isnull));
+}
+
+/*
+ * The state of the key's claim, read with the newest snapshot (a claim is
+ * about now, like a lock).  claim is filled unless CLAIM_NONE.
+ */
+SbClaimState
+sb_claim_state(const text *key, SbClaim *claim)
+{
+	Datum arg = PointerGetDatum(key);
+	SbClaimState state = CLAIM_NONE;
+
+	if (!sb_claims_enabled())
+		return CLAIM_NONE;
+	SPI_connect();
+	if (sb_spi_execute(&claim_probe, &arg, NULL, false, GetLatestSnapshot()) > 0)
+	{
+		bool isnull;
+		bool live =
+			DatumGetBool(heap_getattr(SPI_tuptable->vals[0], 4, SPI_tuptable->tupdesc, &isnull));
+
+		read_claim(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, claim);
+		state = live ? CLAIM_LIVE : CLAIM_EXPIRED;
+	}
+	SPI_finish();
+	return state;
+}
+
+/* End the key's expired claim.  False if it is live again (renewed). */
+bool
+sb_retire_claim(const text *key)
+{
+	Datum arg = PointerGetDatum(key);
+	bool retired;
+
+	SPI_connect();
+	retired = sb_spi_execute(&claim_retire, &arg, NULL, false, InvalidSnapshot) > 0;
+	SPI_finish();
+	return retired;
+}
+
+/*
+ * With the key's advisory lock held: is the key free of claims?  An expired
+ * claim is retired on the way (the key is being taken over).  Returns false
+ * with the live claim in *claim otherwise.
+ */
+bool
+sb_key_free(const text *key, SbClaim *claim)
+{
+	SbClaimState state = sb_claim_state(key, claim);
+
+	for (;;)
+	{
+		if (state == CLAIM_NONE)
+			return true;
+		if (state == CLAIM_LIVE)
+			return false;
+		if (sb_retire_claim(key))
+			return true;
+		/* renewed or released meanwhile: look again */
+		state = sb_claim_state(key, claim);
+	}
+}
+
+/*
+ * Take the key's lock, then wait (as wait allows) until no live claim holds
+ * the key.  Returns with the advisory lock held and the key free.
+ */
+void
+sb_acquire_key(const text *key, const SbWait *wait)
+{
+	int delay_ms = 1;
+
+	for (;;)
+	{
+		SbClaim claim;
+
+		sb_lock_key(key, wait);
+		if (!sb_claims_enabled() || sb_key_free(key, &claim))
+			return;
+		sb_unlock_key(key);
+		if (wait->bounded && GetCurrentTimestamp() >= wait->deadline)
+			sb_report_not_obtained(key, wait, &claim);
+		sb_sleep_until(wait, &delay_ms, claim.lease_expires_at);
+	}
+}
+
+/*
+ * With the key's advisory lock held: take the key's claim for lease.  False
+ * if a live claim holds it.
+ */
+bool
+sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
+{
+	Datum args[2];
+	bool taken;
+
+	args[0] = PointerGetDatum(key);
+	args[1] = PointerGetDatum(lease);
+	SPI_connect();
+	taken = sb_spi_execute(&claim_take, args, NULL, false, InvalidSnapshot) > 0;
+	if (taken)
+		read_claim(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, claim);
+	SPI_finish();
+	return taken;
+}
+
+/*
+ * With the key's advisory lock held: refuse a write fenced with fence if a
+ * newer claim was given for the key (SQLSTATE SB001).  Read with the newest
+ * snapshot, so a claim committed after this transaction's snapshot counts.
+ */
+void
+sb_check_fence(const text *key, int64 fence)
+{
+	Datum arg = PointerGetDatum(key);
+	int64 newest = 0;
+
+	if (!sb_claims_enabled())
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("fenced writes need sandbox_store 1.1"),
+						errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
+	SPI_connect();
+	if (sb_spi_execute(&fence_probe, &arg, NULL, false, GetLatestSnapshot()) > 0)
+	{
+		bool isnull;
+
+		newest =
+			DatumGetInt64(heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, &isnull));
+	}
+	SPI_finish();
+	if (newest > fence)
+		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
+						errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
+						errdetail("The write is fenced with " INT64_FORMAT
+								  ", but the key has fence " INT64_FORMAT
+								  " since it was claimed or taken over again.",
+								  fence, newest),
+						errhint("Another session took the key over; nothing was changed.")));
+}
+
+static void
+report_claim_lost(const text *key)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_SB_CLAIM_LOST),
+		 errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
+		 errdetail(
+			 "The owner token does not hold the key's claim: it was released, or its lease expired and the key was taken over."),
+		 errhint("Nothing was changed. Take a new claim with sandbox_ensure.")));
+}
+
+/*
+ * sandbox_renew(key, owner_token, lease) RETURNS timestamptz
+ *
+ * Extends the claim of owner_token to now + lease (by the server's clock)
+ * and returns the new expiry.  A claim that expired but was not taken over
+ * can still be renewed; one that was taken over raises SB001.
+ */
+Datum
+sandbox_renew(PG_FUNCTION_ARGS)
+{
+	Datum args[3];
+	TimestampTz expires = 0;
+	bool renewed;
+	text *key = sb_required_text(fcinfo, 0, "key");
+
+	SbWait wait = sb_wait_from(NULL);
+
+	args[0] = PointerGetDatum(key);
+	args[1] = PointerGetDatum(sb_required_uuid(fcinfo, 1, "owner_token"));
+	args[2] = PointerGetDatum(sb_positive_interval(fcinfo, 2, "lease", true));
+
+	sb_lock_key(key, &wait);
+	SPI_connect();
+	renewed = sb_spi_execute(&claim_renew, args, NULL, false, InvalidSnapshot) > 0;
+	if (renewed)
+	{
+		bool isnull;
+
+		expires = DatumGetTimestampTz(
+			heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, &isnull));
+	}
+	SPI_finish();
+	if (!renewed)
+		report_claim_lost(key);
+	PG_RETURN_TIMESTAMPTZ(expires);
+}
+
+/*
+ * sandbox_release(key, owner_token) RETURNS boolean
+ *
+ * Ends the claim of owner_token: true if it held the key's claim (live or
+ * expired but not taken over), false otherwise.  A stale token never ends
+ * its successor's claim.
+ */
+Datum
+sandbox_release(PG_FUNCTION_ARGS)
+{
+	Datum args[2];
+	bool released;
+	text *key = sb_required_text(fcinfo, 0, "key");
+	SbWait wait = sb_wait_from(NULL);
+
+	args[0] = PointerGetDatum(key);
+	args[1] = PointerGetDatum(sb_required_uuid(fcinfo, 1, "owner_token"));
+
+	sb_lock_key(key, &wait);
+	SPI_connect();
+	released = sb_spi_execute(&claim_release, args, NULL, false, InvalidSnapshot) > 0;
+	SPI_finish();
+	PG_RETURN_BOOL(released);
+}

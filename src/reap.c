@@ -1,0 +1,123 @@
+/*-------------------------------------------------------------------------
+ *
+ * reap.c
+ *	  sandbox_reap (version 1.1): delete and return the records that have
+ *	  been idle too long and that nobody holds, oldest first, for the app to
+ *	  destroy their sandboxes.
+ *
+ * A reaper never waits.  Candidate rows are read oldest first with FOR
+ * UPDATE SKIP LOCKED, so two reapers never return the same record; a key
+ * whose lock another transaction holds, or that a live claim holds, is
+ * skipped.  A reaped key's lock is held until the reaper's transaction ends,
+ * so an ensure of it waits for the reaper and then answers create.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sandbox_store.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+
+PG_FUNCTION_INFO_V1(sandbox_reap);
+
+#define RECORD_COLUMNS                                                                             \
+	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at"
+
+#define IDLE_CONDITION                                                                             \
+	"updated_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+
+/* Idle records, oldest first, each locked as it is read; busy rows are skipped. */
+static SbStatement candidates_stmt = {"SELECT key FROM sandbox_store.instances"
+									  " WHERE " IDLE_CONDITION " ORDER BY updated_at, key"
+									  " FOR UPDATE SKIP LOCKED",
+									  1,
+									  {INTERVALOID}};
+
+static SbStatement reap_stmt = {"DELETE FROM sandbox_store.instances"
+								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
+								" RETURNING " RECORD_COLUMNS,
+								2,
+								{INTERVALOID, TEXTOID}};
+
+/* Take the key if nobody holds it: its lock is free and no live claim holds it. */
+static bool
+take_if_free(const text *key)
+{
+	SbClaim claim;
+
+	if (!sb_try_lock_key(key))
+		return false;
+	if (sb_key_free(key, &claim))
+		return true;
+	sb_unlock_key(key);
+	return false;
+}
+
+/*
+ * sandbox_reap(idle_for interval, max_rows int DEFAULT 100)
+ *	  RETURNS SETOF sandbox_store.instances
+ */
+Datum
+sandbox_reap(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Interval *idle_for;
+	int32 max_rows;
+	int32 reaped = 0;
+	Portal portal;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("idle_for must not be null")));
+	idle_for = sb_optional_interval(fcinfo, 0, "idle_for");
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("max_rows must not be null")));
+	max_rows = PG_GETARG_INT32(1);
+	if (max_rows <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_rows must be positive"),
+				 errdetail("The value given is %d.", max_rows)));
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	SPI_connect();
+	{
+		Datum arg = PointerGetDatum(idle_for);
+
+		portal = sb_spi_cursor_open(&candidates_stmt, &arg, NULL);
+	}
+	while (reaped < max_rows && sb_spi_cursor_fetch(portal, max_rows - reaped) > 0)
+	{
+		SPITupleTable *batch = SPI_tuptable;
+
+		for (uint64 row = 0; row < batch->numvals && reaped < max_rows; row++)
+		{
+			bool isnull;
+			text *key =
+				DatumGetTextPCopy(heap_getattr(batch->vals[row], 1, batch->tupdesc, &isnull));
+			Datum args[2];
+
+			if (!take_if_free(key))
+				continue;
+			args[0] = PointerGetDatum(idle_for);
+			args[1] = PointerGetDatum(key);
+			if (sb_spi_execute(&reap_stmt, args, NULL, false, InvalidSnapshot) > 0)
+			{
+				Datum values[Natts_instances];
+				bool nulls[Natts_instances];
+
+				heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+				reaped++;
+			}
+		}
+		SPI_freetuptable(batch);
+	}
+	SPI_cursor_close(portal);
+	SPI_finish();
+	return (Datum) 0;
+}
