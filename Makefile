@@ -19,10 +19,12 @@ PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers
 
 # pg_regress: sql/<name>.sql against expected/<name>.out, in this order.
-REGRESS = setup store ensure errors security
+REGRESS = setup store ensure errors security leases upgrade
 # pg_isolation_regress: specs/<name>.spec against expected/<name>.out.
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
-	delete-waits repeatable-read lock-space
+	delete-waits repeatable-read lock-space \
+	lease-exclusion lease-release lease-expiry lease-fencing lease-stale-release \
+	reap-skip reap-parallel
 # Perl TAP (PostgreSQL::Test::Cluster): clusters of their own.
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
