@@ -1,0 +1,115 @@
+# 003_dump_restore.pl
+#
+# pg_dump + pg_restore of a database using sandbox_store keeps every record,
+# every claim (live ones stay live) and the fence sequence: a claim taken in
+# the restored database gets a fence above every fence handed out before the
+# dump (SPEC.md: "Fences strictly increase per key, forever: across ...
+# dump/restore").  Also: DROP EXTENSION removes everything it made.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('dump_restore');
+$node->init;
+$node->start;
+
+$node->safe_psql('postgres', 'CREATE DATABASE src');
+$node->safe_psql('src', 'CREATE EXTENSION sandbox_store');
+
+# Records, odd keys included; claims: one live, one released, one expired.
+$node->safe_psql(
+	'src', q{
+SELECT count(*) FROM generate_series(1, 50) i,
+  sandbox_store.sandbox_upsert('key-' || i, 'prov', 'sbx-' || i, 'thread-' || (i % 5),
+    latest_snapshot_id => CASE WHEN i % 2 = 0 THEN 'snap-' || i END,
+    updated_at => '2026-01-01 00:00:00.123+00'::timestamptz + i * interval '1 minute');
+SELECT sandbox_store.sandbox_upsert(E'odd ''key''; \\ ключ', 'prov', 'sbx-odd', 'thread-odd');
+SELECT fence FROM sandbox_store.sandbox_ensure('claim-live', 'run-1', lease => '1 hour');
+SELECT fence FROM sandbox_store.sandbox_ensure('claim-released', 'run-1', lease => '1 hour');
+SELECT sandbox_store.sandbox_release('claim-released',
+  (SELECT owner_token FROM sandbox_store.claims WHERE key = 'claim-released'));
+SELECT fence FROM sandbox_store.sandbox_ensure('claim-expired', 'run-1', lease => '1 millisecond');
+SELECT count(*) FROM generate_series(1, 40) i,
+  sandbox_store.sandbox_ensure('many-' || i, 'run-1', lease => '1 hour');
+});
+
+my $max_fence_before =
+  $node->safe_psql('src', 'SELECT max(fence) FROM sandbox_store.leases');
+my $seq_before = $node->safe_psql('src',
+	'SELECT last_value FROM sandbox_store.fence_seq');
+cmp_ok($max_fence_before, '>=', 43, 'fences were handed out before the dump');
+
+my $records_query =
+  'SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, '
+  . "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
+  . 'FROM sandbox_store.instances ORDER BY key';
+my $leases_query =
+  'SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases ORDER BY key';
+my $records_before = $node->safe_psql('src', $records_query);
+my $leases_before = $node->safe_psql('src', $leases_query);
+
+my $dump = $node->basedir . '/src.dump';
+$node->command_ok(
+	[ 'pg_dump', '-Fc', '-f', $dump, '-d', $node->connstr('src') ],
+	'pg_dump of the database');
+$node->safe_psql('postgres', 'CREATE DATABASE dst');
+$node->command_ok(
+	[ 'pg_restore', '--exit-on-error', '-d', $node->connstr('dst'), $dump ],
+	'pg_restore into a new database');
+
+is($node->safe_psql('dst', $records_query),
+	$records_before, 'every record is restored exactly, to the microsecond');
+is($node->safe_psql('dst', $leases_query),
+	$leases_before, 'every lease row (fence, token, expiry) is restored');
+is( $node->safe_psql('dst',
+		"SELECT count(*) FROM sandbox_store.claims WHERE key = 'claim-live'"),
+	'1',
+	'the live claim is still live after restore');
+my ($ret, $stdout, $stderr) = $node->psql('dst',
+	q{SELECT action FROM sandbox_store.sandbox_ensure('claim-live', 'run-2', wait => '0')});
+like($stderr, qr/could not lock sandbox key "claim-live"/,
+	'the restored live claim still excludes a lock-mode ensure');
+is( $node->safe_psql('dst', 'SELECT last_value FROM sandbox_store.fence_seq'),
+	$seq_before, 'the fence sequence is restored where it was');
+
+# New claims in the restored database: fences above every fence given before.
+my $new_fences = $node->safe_psql(
+	'dst', q{
+SELECT string_agg(fence::text, ',' ORDER BY k) FROM (
+  SELECT k, (SELECT fence FROM sandbox_store.sandbox_ensure(k, 'run-3', lease => '1 minute')) AS fence
+    FROM unnest(ARRAY['claim-released', 'claim-expired', 'never-claimed', 'key-1']) k) s;
+});
+my @new = split /,/, $new_fences;
+is(scalar(@new), 4, 'four new claims in the restored database');
+ok((!grep { $_ <= $max_fence_before } @new),
+	"every new fence ($new_fences) is above the newest before the dump ($max_fence_before)");
+
+# The old holder of the expired claim is fenced off in the restored copy too.
+my $expired_fence = $node->safe_psql('src',
+	q{SELECT fence FROM sandbox_store.leases WHERE key = 'claim-expired'});
+($ret, $stdout, $stderr) = $node->psql('dst',
+	"SELECT sandbox_store.sandbox_upsert('claim-expired', 'p', 's', 't', fence => $expired_fence)");
+like($stderr, qr/SB001|claim on sandbox key "claim-expired" was lost/,
+	'a write fenced with a pre-dump fence is refused after takeover');
+
+# DROP EXTENSION removes everything it made.
+$node->safe_psql('dst', 'DROP EXTENSION sandbox_store');
+is( $node->safe_psql(
+		'dst', q{
+SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'sandbox_store'}),
+	'0',
+	'DROP EXTENSION removes the tables, view, sequence and indexes');
+is( $node->safe_psql(
+		'dst', q{
+SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname = 'sandbox_store'}),
+	'0',
+	'DROP EXTENSION removes the functions');
+
+$node->stop;
+done_testing();
