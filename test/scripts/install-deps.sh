@@ -13,6 +13,7 @@ packages=(
   libipc-run-perl                   # PostgreSQL::Test::Cluster (Perl TAP)
   util-linux                        # runuser
   clang-format cppcheck             # make lint
+  pgbouncer                         # test/t/005_pgbouncer.pl
 )
 
 missing=()

@@ -31,6 +31,10 @@
 #   SB_STRESS_THREADS (2)  SB_STRESS_ROUNDS (8)
 #   SB_STRESS_TXNS (25, per client and round)
 #   SB_STRESS_KEYS (40 per round)  SB_STRESS_CREATE_MS (10)
+#   SB_STRESS_PGBENCH_HOST, SB_STRESS_PGBENCH_PORT (pgbench only: e.g. a
+#   pooler in front of the server; checks still go to PGHOST/PGPORT)
+#   SB_STRESS_QUERY_MODE (prepared; extended through a transaction pooler
+#   that does not track prepared statements)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -43,6 +47,10 @@ rounds=${SB_STRESS_ROUNDS:-8}
 txns=${SB_STRESS_TXNS:-25}
 keys=${SB_STRESS_KEYS:-40}
 create_ms=${SB_STRESS_CREATE_MS:-10}
+query_mode=${SB_STRESS_QUERY_MODE:-prepared}
+pgbench_conn=()
+[ -n "${SB_STRESS_PGBENCH_HOST:-}" ] && pgbench_conn+=(-h "$SB_STRESS_PGBENCH_HOST")
+[ -n "${SB_STRESS_PGBENCH_PORT:-}" ] && pgbench_conn+=(-p "$SB_STRESS_PGBENCH_PORT")
 per_round=$((clients * txns))
 total=$((per_round * rounds))
 
@@ -94,7 +102,7 @@ tps=()
 for round in $(seq 1 "$rounds"); do
   log=$out/pgbench.$round.log
   rc=0
-  pgbench -n -c "$clients" -j "$threads" -t "$txns" -M prepared \
+  pgbench "${pgbench_conn[@]}" -n -c "$clients" -j "$threads" -t "$txns" -M "$query_mode" \
     -D round="$round" -D keys="$keys" -D create_ms="$create_ms" \
     -f test/stress/ensure.pgbench "$db" >"$log" 2>&1 || rc=$?
 
