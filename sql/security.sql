@@ -35,6 +35,22 @@ SELECT sandbox_store.sandbox_lock('sec-1'), sandbox_store.sandbox_try_lock('sec-
 SELECT sandbox_store.sandbox_lock_id('sec-1') IS NOT NULL AS has_id;
 COMMIT;
 SELECT sandbox_store.sandbox_delete('sec-1');
+-- 1.1: lease mode, renew, release, fenced writes, reap and lock_holder, with
+-- the same two grants.  (Tokens and fences are random or moving: kept in
+-- psql variables, never printed.)
+SELECT action, fence AS sec_fence, owner_token AS sec_token
+  FROM sandbox_store.sandbox_ensure('sec-l', 'run-1', lease => '1 minute') \gset
+SELECT :'action' AS action, :sec_fence > 0 AS has_fence;
+SELECT key, provider_sandbox_id
+  FROM sandbox_store.sandbox_upsert('sec-l', 'p', 'sbx-l', 'thread-sec', fence => :sec_fence);
+SELECT sandbox_store.sandbox_renew('sec-l', :'sec_token', '2 minutes') > now() + interval '1 minute'
+       AS renewed;
+SELECT sandbox_store.sandbox_lock_holder('sec-l') AS lock_holder;
+SELECT key FROM sandbox_store.sandbox_reap('100 years', max_rows => 1);
+-- The claims view is not a function: the two grant lines do not open it.
+SELECT pg_temp.err($$SELECT count(*) FROM sandbox_store.claims$$);
+SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
+SELECT sandbox_store.sandbox_delete('sec-l', fence => :sec_fence);
 -- ... and nothing to the table directly.
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.instances$$);
 SELECT pg_temp.err($$INSERT INTO sandbox_store.instances VALUES ('x', 'p', 's', NULL, 't', NULL, now())$$);
@@ -42,7 +58,35 @@ SELECT pg_temp.err($$UPDATE sandbox_store.instances SET provider = 'x'$$);
 SELECT pg_temp.err($$DELETE FROM sandbox_store.instances$$);
 SELECT pg_temp.err($$TRUNCATE sandbox_store.instances$$);
 SELECT pg_temp.err($$CREATE TABLE sandbox_store.mine (i int)$$);
+-- ... nor to the leases table or the fence sequence.
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
+SELECT pg_temp.err($$INSERT INTO sandbox_store.leases VALUES ('x', 1, NULL, NULL)$$);
+SELECT pg_temp.err($$UPDATE sandbox_store.leases SET fence = 1$$);
+SELECT pg_temp.err($$DELETE FROM sandbox_store.leases$$);
+SELECT pg_temp.err($$TRUNCATE sandbox_store.leases$$);
+SELECT pg_temp.err($$SELECT nextval('sandbox_store.fence_seq')$$);
+SELECT pg_temp.err($$SELECT setval('sandbox_store.fence_seq', 1)$$);
+SELECT pg_temp.err($$SELECT currval('sandbox_store.fence_seq')$$);
+SELECT pg_temp.err($$SELECT last_value FROM sandbox_store.fence_seq$$);
+SELECT pg_temp.err($$ALTER SEQUENCE sandbox_store.fence_seq RESTART$$);
 RESET ROLE;
+
+-- Reading the claims view takes a grant of its own; it opens the view only,
+-- read-only, and still not the table under it.
+GRANT SELECT ON sandbox_store.claims TO regress_sb_app;
+SET ROLE regress_sb_app;
+SELECT fence AS sec_fence, owner_token AS sec_token
+  FROM sandbox_store.sandbox_ensure('sec-l', 'run-2', lease => '1 minute') \gset
+SELECT key, fence = :sec_fence AS same_fence, owner_token = :'sec_token' AS same_token,
+       lease_expires_at > now() AS live
+  FROM sandbox_store.claims;
+SELECT pg_temp.err($$UPDATE sandbox_store.claims SET lease_expires_at = now()$$);
+SELECT pg_temp.err($$DELETE FROM sandbox_store.claims$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
+SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
+SELECT count(*) AS live_claims FROM sandbox_store.claims;
+RESET ROLE;
+REVOKE SELECT ON sandbox_store.claims FROM regress_sb_app;
 
 -- A role without grants can call nothing.
 SET ROLE regress_sb_nobody;
@@ -50,6 +94,14 @@ SELECT pg_temp.err($$SELECT sandbox_store.sandbox_get('sec-1')$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('sec-1', 'r')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock('sec-1')$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.instances$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('sec-1', 'r', lease => '1 minute')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_renew('sec-1', gen_random_uuid(), '1 minute')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_release('sec-1', gen_random_uuid())$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_reap('1 day')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_holder('sec-1')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.claims$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
+SELECT pg_temp.err($$SELECT nextval('sandbox_store.fence_seq')$$);
 RESET ROLE;
 -- USAGE alone is not enough: EXECUTE is granted per function.
 SET ROLE regress_sb_usage_only;
@@ -61,6 +113,13 @@ SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('sec-1', 'r')$$)
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock('sec-1')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_try_lock('sec-1')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_id('sec-1')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_renew('sec-1', gen_random_uuid(), '1 minute')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_release('sec-1', gen_random_uuid())$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_reap('1 day')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_holder('sec-1')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.claims$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
+SELECT pg_temp.err($$SELECT nextval('sandbox_store.fence_seq')$$);
 RESET ROLE;
 SELECT count(*) FROM sandbox_store.instances WHERE key = 'sec-1';
 
@@ -76,15 +135,33 @@ CREATE FUNCTION evil.texteq_always(text, text) RETURNS boolean LANGUAGE sql AS $
 CREATE OPERATOR evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.texteq_always);
 CREATE FUNCTION evil.tsge_always(timestamptz, timestamptz) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
 CREATE OPERATOR evil.>= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tsge_always);
+-- 1.1: look-alikes of what claims and the reaper use.
+CREATE FUNCTION evil.clock_timestamp() RETURNS timestamptz LANGUAGE sql
+  AS $$ SELECT '2000-01-01 00:00:00+00'::timestamptz $$;
+CREATE FUNCTION evil.gen_random_uuid() RETURNS uuid LANGUAGE sql
+  AS $$ SELECT '00000000-0000-0000-0000-000000000000'::uuid $$;
+CREATE FUNCTION evil.nextval(regclass) RETURNS bigint LANGUAGE sql AS $$ SELECT 424242::bigint $$;
+CREATE FUNCTION evil.tscmp_always(timestamptz, timestamptz) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
+CREATE OPERATOR evil.> (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tscmp_always);
+CREATE OPERATOR evil.< (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tscmp_always);
+CREATE OPERATOR evil.<= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tscmp_always);
+CREATE FUNCTION evil.tspl(timestamptz, interval) RETURNS timestamptz LANGUAGE sql
+  AS $$ SELECT '2000-01-01 00:00:00+00'::timestamptz $$;
+CREATE OPERATOR evil.+ (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = evil.tspl);
+CREATE OPERATOR evil.- (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = evil.tspl);
 GRANT USAGE ON SCHEMA evil TO regress_sb_app;
 GRANT ALL ON ALL TABLES IN SCHEMA evil TO regress_sb_app;
 
 SET ROLE regress_sb_app;
 SET search_path = evil, pg_catalog, public;
 -- the hostile objects are what an unqualified name would find:
-SELECT now() = '2000-01-01 00:00:00+00' AS evil_now, 'a' = 'b' AS evil_eq;
+SELECT now() = '2000-01-01 00:00:00+00' AS evil_now, 'a' = 'b' AS evil_eq,
+       clock_timestamp() = '2000-01-01 00:00:00+00' AS evil_clock,
+       gen_random_uuid() = '00000000-0000-0000-0000-000000000000' AS evil_uuid,
+       nextval('sandbox_store.fence_seq') = 424242 AS evil_nextval,
+       pg_catalog.now() < '1999-01-01'::timestamptz AS evil_lt;
 SELECT key FROM sandbox_store.sandbox_upsert('hostile-a', 'p', 'sbx-a', 'thread-h',
-                                    updated_at => pg_catalog.now() - interval '2 hours');
+                                    updated_at => pg_catalog.now() OPERATOR(pg_catalog.-) interval '2 hours');
 SELECT key FROM sandbox_store.sandbox_upsert('hostile-b', 'p', 'sbx-b', 'thread-h');
 -- key equality is the real one: 'hostile-a' does not match 'hostile-b'.
 SELECT key FROM sandbox_store.sandbox_get('hostile-a');
@@ -100,8 +177,24 @@ SELECT action, updated_at = pg_catalog.now() AS real_now
   FROM sandbox_store.sandbox_ensure('hostile-b', 'run-h');
 COMMIT;
 SELECT count(*) AS evil_rows FROM evil.instances;
+-- Lease mode under the hostile path: real fence, token and clock.
+SELECT action AS h_action, fence AS h_fence, owner_token AS h_token,
+       lease_expires_at AS h_expires
+  FROM sandbox_store.sandbox_ensure('hostile-c', 'run-h', lease => '1 minute') \gset
+SELECT sandbox_store.sandbox_renew('hostile-c', :'h_token', '2 minutes') AS h_renewed \gset
+SELECT key FROM sandbox_store.sandbox_upsert('hostile-c', 'p', 'sbx-c', 'thread-h', fence => :h_fence);
+-- the reaper's "idle longer than" uses the real < and -: nothing is 100 years old.
+SELECT key FROM sandbox_store.sandbox_reap('100 years');
+SELECT sandbox_store.sandbox_release('hostile-c', :'h_token');
 RESET search_path;
 RESET ROLE;
+SELECT :'h_action' AS action,
+       :h_fence <> 424242 AS real_fence,
+       :'h_token'::uuid <> '00000000-0000-0000-0000-000000000000' AS real_token,
+       :'h_expires'::timestamptz > clock_timestamp() + interval '50 seconds' AS real_expiry,
+       :'h_renewed'::timestamptz > clock_timestamp() + interval '110 seconds' AS real_renewal;
+SELECT key, fence = :h_fence AS same_fence, owner_token, lease_expires_at
+  FROM sandbox_store.leases WHERE key = 'hostile-c';
 SELECT key, latest_run_id FROM sandbox_store.instances WHERE key LIKE 'hostile-%' ORDER BY key;
 
 -- Installing under a hostile search_path works the same: every name in the

@@ -11,6 +11,11 @@ SELECT extversion, extrelocatable, extnamespace::regnamespace AS schema,
 ALTER EXTENSION sandbox_store SET SCHEMA public;
 
 \d sandbox_store.instances
+-- 1.1: claims and fences.  leases keeps one row per key ever claimed (its
+-- newest fence); claims shows the live ones; fence_seq hands out fences.
+\d sandbox_store.leases
+\d+ sandbox_store.claims
+\d sandbox_store.fence_seq
 SELECT proname, pg_get_function_arguments(oid) AS arguments, provolatile, proisstrict, proretset
   FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1;
 SELECT proname, pg_get_function_result(oid) AS result
@@ -25,7 +30,17 @@ SELECT pg_describe_object(classid, objid, objsubid) AS object,
    AND deptype = 'e'
  ORDER BY 1;
 
--- Nothing is granted to PUBLIC: not the schema, the table or any function.
+-- The comments themselves, as \dx+ shows them.
+SELECT pg_describe_object(classid, objid, objsubid) AS object,
+       obj_description(objid, classid::regclass::text) AS comment
+  FROM pg_depend
+ WHERE refclassid = 'pg_extension'::regclass
+   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sandbox_store')
+   AND deptype = 'e'
+ ORDER BY 1;
+
+-- Nothing is granted to PUBLIC: not the schema, the tables, the view, the
+-- sequence or any function.
 SELECT count(*) AS public_grants FROM (
   SELECT aclexplode(nspacl) AS a FROM pg_namespace WHERE nspname = 'sandbox_store'
   UNION ALL
@@ -35,4 +50,18 @@ SELECT count(*) AS public_grants FROM (
 ) s WHERE (a).grantee = 0;
 SELECT proname, proacl IS NOT NULL AS has_acl, prosecdef
   FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1;
-
+-- Every relation: no grant at all but the owner's (the owner's own entry is
+-- shown as "owner"), and no SECURITY DEFINER function above.
+SELECT c.relname, c.relkind,
+       array_agg(CASE WHEN a.grantee = c.relowner THEN 'owner' ELSE a.grantee::regrole::text END
+                 || ':' || a.privilege_type ORDER BY a.privilege_type) AS privileges
+  FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+ WHERE c.relnamespace = 'sandbox_store'::regnamespace
+ GROUP BY c.relname, c.relkind ORDER BY 1;
+SELECT count(*) AS non_owner_grants FROM (
+  SELECT aclexplode(relacl) AS a, relowner AS owner FROM pg_class
+   WHERE relnamespace = 'sandbox_store'::regnamespace
+  UNION ALL
+  SELECT aclexplode(proacl), proowner FROM pg_proc
+   WHERE pronamespace = 'sandbox_store'::regnamespace
+) s WHERE (a).grantee <> owner;

@@ -46,6 +46,9 @@ PG_FUNCTION_INFO_V1(sandbox_lock_holder);
 /* Longest sleep between two looks at a claim someone else holds. */
 #define SB_MAX_POLL_MS 50
 
+/* A wait longer than this (about 100 years) waits as long as the session allows. */
+#define SB_MAX_WAIT_DAYS 36500
+
 /* The stable 64-bit lock id of a key: FNV-1a over its bytes. */
 uint64
 sb_lock_id(const text *key)
@@ -73,27 +76,38 @@ set_key_locktag(LOCKTAG *tag, const text *key)
 /*
  * How long a caller may wait: wait NULL is bounded only by the session
  * (lock_timeout, statement_timeout, cancel); otherwise until now + wait, or
- * now + lock_timeout if that is sooner.
+ * now + lock_timeout if that is sooner.  A wait longer than SB_MAX_WAIT_DAYS
+ * (months count 30 days) is as good as forever.
  */
 SbWait
 sb_wait_from(const Interval *wait)
 {
 	SbWait w;
 	TimestampTz current = GetCurrentTimestamp();
+	bool forever = true;
 
 	w.wait = wait;
-	w.bounded = wait != NULL || LockTimeout > 0;
 	w.deadline = current;
 	if (wait != NULL)
-		w.deadline = DatumGetTimestampTz(DirectFunctionCall2(
-			timestamptz_pl_interval, TimestampTzGetDatum(current), IntervalPGetDatum(wait)));
+	{
+		double usecs = (double) wait->time + (double) wait->day * USECS_PER_DAY +
+					   (double) wait->month * DAYS_PER_MONTH * USECS_PER_DAY;
+
+		if (usecs <= (double) SB_MAX_WAIT_DAYS * USECS_PER_DAY)
+		{
+			w.deadline = current + (int64) usecs;
+			forever = false;
+		}
+	}
 	if (LockTimeout > 0)
 	{
 		TimestampTz by_lock_timeout = TimestampTzPlusMilliseconds(current, LockTimeout);
 
-		if (wait == NULL || by_lock_timeout < w.deadline)
+		if (forever || by_lock_timeout < w.deadline)
 			w.deadline = by_lock_timeout;
+		forever = false;
 	}
+	w.bounded = !forever;
 	return w;
 }
 
@@ -151,8 +165,8 @@ sb_lock_key(const text *key, const SbWait *wait)
 
 	set_key_locktag(&tag, key);
 
-	/* Unbounded or bounded by lock_timeout alone: PostgreSQL's own wait. */
-	if (wait->wait == NULL)
+	/* Unbounded, or bounded by lock_timeout alone: PostgreSQL's own wait. */
+	if (!wait->bounded || wait->wait == NULL)
 	{
 		(void) LockAcquire(&tag, ExclusiveLock, false, false);
 		return;
