@@ -143,22 +143,32 @@ REVOKE ALL ON SEQUENCE sandbox_store.fence_seq FROM PUBLIC;
 
 -- Carry 1.0's grants over: whoever could execute a replaced function can
 -- execute its replacement, and whoever could execute sandbox_ensure can
--- execute the new functions and read the claims view.
+-- execute the new functions.  (Reading the claims view, which shows owner
+-- tokens, stays a separate grant.)  GRANTs run by an extension script are
+-- recorded as the extension's initial privileges, which pg_dump leaves out;
+-- these are the admin's grants, so the initial privileges are put back as
+-- they were, for pg_dump to keep them.
 DO $$
 DECLARE
     carry pg_catalog.text[] := ARRAY[
         'sandbox_store.sandbox_ensure(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval)',
         'FUNCTION sandbox_store.sandbox_ensure(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval), '
-        'FUNCTION sandbox_store.sandbox_renew(pg_catalog.text, pg_catalog.uuid, pg_catalog.interval), '
-        'FUNCTION sandbox_store.sandbox_release(pg_catalog.text, pg_catalog.uuid), '
-        'FUNCTION sandbox_store.sandbox_reap(pg_catalog.interval, pg_catalog.int4), '
-        'FUNCTION sandbox_store.sandbox_lock_holder(pg_catalog.text)',
+        'sandbox_store.sandbox_renew(pg_catalog.text, pg_catalog.uuid, pg_catalog.interval), '
+        'sandbox_store.sandbox_release(pg_catalog.text, pg_catalog.uuid), '
+        'sandbox_store.sandbox_reap(pg_catalog.interval, pg_catalog.int4), '
+        'sandbox_store.sandbox_lock_holder(pg_catalog.text)',
         'sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz)',
         'FUNCTION sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8)',
         'sandbox_store.sandbox_delete(pg_catalog.text)',
         'FUNCTION sandbox_store.sandbox_delete(pg_catalog.text, pg_catalog.int8)'];
     grantee pg_catalog.text;
+    initial pg_catalog.pg_init_privs[];
 BEGIN
+    initial := ARRAY(
+        SELECT ip FROM pg_catalog.pg_init_privs ip
+         WHERE ip.classoid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+           AND ip.objoid IN (SELECT p.oid FROM pg_catalog.pg_proc p
+                              WHERE p.pronamespace OPERATOR(pg_catalog.=) 'sandbox_store'::pg_catalog.regnamespace));
     FOR i IN 1 .. pg_catalog.array_length(carry, 1) BY 2 LOOP
         FOR grantee IN
             SELECT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
@@ -171,11 +181,13 @@ BEGIN
                AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
         LOOP
             EXECUTE pg_catalog.format('GRANT EXECUTE ON %s TO %s', carry[i + 1], grantee);
-            IF i OPERATOR(pg_catalog.=) 1 THEN
-                EXECUTE pg_catalog.format('GRANT SELECT ON sandbox_store.claims TO %s', grantee);
-            END IF;
         END LOOP;
     END LOOP;
+    UPDATE pg_catalog.pg_init_privs ip SET initprivs = s.initprivs
+      FROM pg_catalog.unnest(initial) s
+     WHERE ip.objoid OPERATOR(pg_catalog.=) s.objoid
+       AND ip.classoid OPERATOR(pg_catalog.=) s.classoid
+       AND ip.objsubid OPERATOR(pg_catalog.=) s.objsubid;
 END
 $$;
 

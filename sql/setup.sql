@@ -30,7 +30,8 @@ SELECT pg_describe_object(classid, objid, objsubid) AS object,
    AND deptype = 'e'
  ORDER BY 1;
 
--- The comments themselves, as \dx+ shows them.
+-- The comments themselves (unaligned: they are long).
+\a
 SELECT pg_describe_object(classid, objid, objsubid) AS object,
        obj_description(objid, classid::regclass::text) AS comment
   FROM pg_depend
@@ -38,6 +39,7 @@ SELECT pg_describe_object(classid, objid, objsubid) AS object,
    AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'sandbox_store')
    AND deptype = 'e'
  ORDER BY 1;
+\a
 
 -- Nothing is granted to PUBLIC: not the schema, the tables, the view, the
 -- sequence or any function.

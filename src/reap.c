@@ -27,21 +27,20 @@ PG_FUNCTION_INFO_V1(sandbox_reap);
 #define RECORD_COLUMNS                                                                             \
 	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at"
 
-#define IDLE_CONDITION                                                                             \
-	"updated_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $1)"
+#define IDLE_CONDITION "updated_at OPERATOR(pg_catalog.<) $1"
 
 /* Idle records, oldest first, each locked as it is read; busy rows are skipped. */
 static SbStatement candidates_stmt = {"SELECT key FROM sandbox_store.instances"
 									  " WHERE " IDLE_CONDITION " ORDER BY updated_at, key"
 									  " FOR UPDATE SKIP LOCKED",
 									  1,
-									  {INTERVALOID}};
+									  {TIMESTAMPTZOID}};
 
 static SbStatement reap_stmt = {"DELETE FROM sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
 								" RETURNING " RECORD_COLUMNS,
 								2,
-								{INTERVALOID, TEXTOID}};
+								{TIMESTAMPTZOID, TEXTOID}};
 
 /* Take the key if nobody holds it: its lock is free and no live claim holds it. */
 static bool
@@ -66,6 +65,7 @@ sandbox_reap(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Interval *idle_for;
+	TimestampTz cutoff;
 	int32 max_rows;
 	int32 reaped = 0;
 	Portal portal;
@@ -74,6 +74,7 @@ sandbox_reap(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("idle_for must not be null")));
 	idle_for = sb_optional_interval(fcinfo, 0, "idle_for");
+	cutoff = sb_cutoff(idle_for);
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("max_rows must not be null")));
@@ -86,7 +87,7 @@ sandbox_reap(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	SPI_connect();
 	{
-		Datum arg = PointerGetDatum(idle_for);
+		Datum arg = TimestampTzGetDatum(cutoff);
 
 		portal = sb_spi_cursor_open(&candidates_stmt, &arg, NULL);
 	}
@@ -103,7 +104,7 @@ sandbox_reap(PG_FUNCTION_ARGS)
 
 			if (!take_if_free(key))
 				continue;
-			args[0] = PointerGetDatum(idle_for);
+			args[0] = TimestampTzGetDatum(cutoff);
 			args[1] = PointerGetDatum(key);
 			if (sb_spi_execute(&reap_stmt, args, NULL, false, InvalidSnapshot) > 0)
 			{

@@ -93,6 +93,7 @@ extern Interval *sb_optional_interval(FunctionCallInfo fcinfo, int argno, const 
 extern Interval *sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname,
 									  bool required);
 extern TimestampTz sb_required_timestamp(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern TimestampTz sb_cutoff(const Interval *age);
 extern pg_uuid_t *sb_required_uuid(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern bool sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence);
 

@@ -76,12 +76,11 @@ static SbStatement delete_stmt = {
 	"UPDATE sandbox_store.instances"                                                               \
 	" SET latest_run_id = $2, updated_at = pg_catalog.now()"                                       \
 	" WHERE key OPERATOR(pg_catalog.=) $1"                                                         \
-	" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=)"                                       \
-	" (pg_catalog.now() OPERATOR(pg_catalog.-) $3))"                                               \
+	" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=) $3)"                                   \
 	" AND ($4 IS NULL OR provider OPERATOR(pg_catalog.=) $4)"
 
 static SbStatement stamp_stmt = {
-	STAMP_SQL " RETURNING " RECORD_COLUMNS, 4, {TEXTOID, TEXTOID, INTERVALOID, TEXTOID}};
+	STAMP_SQL " RETURNING " RECORD_COLUMNS, 4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID}};
 
 /* The same, only if no claim token is set on the key (the lock-mode hot path). */
 static SbStatement stamp_unclaimed_stmt = {
@@ -89,7 +88,7 @@ static SbStatement stamp_unclaimed_stmt = {
 			  " WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token IS NOT NULL)"
 			  " RETURNING " RECORD_COLUMNS,
 	4,
-	{TEXTOID, TEXTOID, INTERVALOID, TEXTOID}};
+	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID}};
 
 /* Record columns of SPI result row; values point into the tuple. */
 static void
@@ -167,7 +166,7 @@ sb_store_stamp(const text *key, const text *run_id, const Interval *max_age, con
 
 	args[0] = PointerGetDatum(key);
 	args[1] = PointerGetDatum(run_id);
-	args[2] = PointerGetDatum(max_age);
+	args[2] = max_age ? TimestampTzGetDatum(sb_cutoff(max_age)) : (Datum) 0;
 	args[3] = PointerGetDatum(provider);
 	if (max_age == NULL)
 		nulls[2] = 'n';

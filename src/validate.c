@@ -16,6 +16,7 @@
 
 #include "access/detoast.h"
 #include "fmgr.h"
+#include "access/xact.h"
 #include "utils/fmgrprotos.h"
 
 static void
@@ -149,4 +150,29 @@ sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("fence must be positive"),
 				 errdetail("The value given is " INT64_FORMAT "; fences start at 1.", *fence)));
 	return true;
+}
+
+/*
+ * now() - age, for "older than age" tests, without the "timestamp out of
+ * range" error of SQL arithmetic: an age reaching past the oldest timestamp
+ * PostgreSQL has gives -infinity (nothing is that old).  age is not
+ * negative.  Months count as in timestamp arithmetic.
+ */
+TimestampTz
+sb_cutoff(const Interval *age)
+{
+	TimestampTz start = GetCurrentTransactionStartTimestamp();
+	/* An upper bound of the span: months of 31 days. */
+	double span = Abs((double) age->month) * 31 * USECS_PER_DAY +
+				  Abs((double) age->day) * USECS_PER_DAY + Abs((double) age->time);
+
+	if (span >= (double) start - (double) MIN_TIMESTAMP)
+	{
+		TimestampTz none;
+
+		TIMESTAMP_NOBEGIN(none);
+		return none;
+	}
+	return DatumGetTimestampTz(DirectFunctionCall2(
+		timestamptz_mi_interval, TimestampTzGetDatum(start), IntervalPGetDatum(age)));
 }

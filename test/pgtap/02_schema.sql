@@ -1,10 +1,12 @@
--- The SQL interface of SPEC.md: the managed table sandbox_store.instances and
--- the eight functions, with their exact argument types, argument names
--- (callers use named arguments, so names are contract) and return types.
+-- The SQL interface of SPEC.md at version 1.1: the managed table
+-- sandbox_store.instances, the lease-mode objects (table leases, sequence
+-- fence_seq, view claims) and the twelve functions, with their exact argument
+-- types, argument names (callers use named arguments, so names are contract)
+-- and return types.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(46);
+SELECT plan(84);
 
 -- The table ---------------------------------------------------------------
 
@@ -38,34 +40,99 @@ SELECT ok(
     'instances is registered with pg_extension_config_dump (rows survive pg_dump)'
 );
 
+-- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
+
+SELECT is((SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
+    '1.1', 'the installed version is 1.1');
+
+SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
+SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
+SELECT columns_are('sandbox_store', 'leases',
+    ARRAY['key', 'fence', 'owner_token', 'lease_expires_at'],
+    'leases has the columns key, fence, owner_token, lease_expires_at');
+SELECT col_type_is('sandbox_store', 'leases', 'key',              'text',                     'leases.key is text');
+SELECT col_type_is('sandbox_store', 'leases', 'fence',            'bigint',                   'leases.fence is bigint');
+SELECT col_type_is('sandbox_store', 'leases', 'owner_token',      'uuid',                     'leases.owner_token is uuid');
+SELECT col_type_is('sandbox_store', 'leases', 'lease_expires_at', 'timestamp with time zone', 'leases.lease_expires_at is timestamptz');
+SELECT col_not_null('sandbox_store', 'leases', 'key',              'leases.key is NOT NULL');
+SELECT col_not_null('sandbox_store', 'leases', 'fence',            'leases.fence is NOT NULL');
+SELECT col_is_null ('sandbox_store', 'leases', 'owner_token',      'leases.owner_token is nullable (NULL: no claim, the row keeps the fence)');
+SELECT col_is_null ('sandbox_store', 'leases', 'lease_expires_at', 'leases.lease_expires_at is nullable');
+SELECT ok(
+    (SELECT 'sandbox_store.leases'::regclass = ANY (extconfig)
+       FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
+    'leases is registered with pg_extension_config_dump (fences survive pg_dump)'
+);
+
+SELECT has_sequence('sandbox_store', 'fence_seq', 'sequence sandbox_store.fence_seq exists');
+SELECT results_eq(
+    $$ SELECT seqtypid::regtype::text, seqstart, seqincrement, seqmin, seqcycle
+         FROM pg_catalog.pg_sequence WHERE seqrelid = 'sandbox_store.fence_seq'::regclass $$,
+    $$ VALUES ('bigint'::text, 1::bigint, 1::bigint, 1::bigint, false) $$,
+    'fence_seq is a bigint sequence from 1 by 1 that never cycles (fences are never reused)'
+);
+SELECT ok(
+    (SELECT 'sandbox_store.fence_seq'::regclass = ANY (extconfig)
+       FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
+    'fence_seq is registered with pg_extension_config_dump (its position survives pg_dump)'
+);
+
+SELECT has_view('sandbox_store', 'claims', 'view sandbox_store.claims exists');
+SELECT columns_are('sandbox_store', 'claims',
+    ARRAY['key', 'fence', 'owner_token', 'lease_expires_at'],
+    'claims has the columns key, fence, owner_token, lease_expires_at');
+SELECT col_type_is('sandbox_store', 'claims', 'fence',            'bigint',                   'claims.fence is bigint');
+SELECT col_type_is('sandbox_store', 'claims', 'owner_token',      'uuid',                     'claims.owner_token is uuid');
+SELECT col_type_is('sandbox_store', 'claims', 'lease_expires_at', 'timestamp with time zone', 'claims.lease_expires_at is timestamptz');
+
 -- The functions: existence with exact argument types ----------------------
 
+SELECT functions_are('sandbox_store',
+    ARRAY['sandbox_upsert', 'sandbox_get', 'sandbox_delete', 'sandbox_list', 'sandbox_ensure',
+          'sandbox_lock', 'sandbox_try_lock', 'sandbox_lock_id', 'sandbox_renew',
+          'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder'],
+    'schema sandbox_store has exactly the twelve functions of 1.1');
+
 SELECT has_function('sandbox_store', 'sandbox_upsert',
-    ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone'],
-    'sandbox_upsert(text, text, text, text, text, text, timestamptz) exists');
+    ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone', 'bigint'],
+    'sandbox_upsert(text, text, text, text, text, text, timestamptz, bigint) exists');
 SELECT has_function('sandbox_store', 'sandbox_get',      ARRAY['text'], 'sandbox_get(text) exists');
-SELECT has_function('sandbox_store', 'sandbox_delete',   ARRAY['text'], 'sandbox_delete(text) exists');
+SELECT has_function('sandbox_store', 'sandbox_delete',   ARRAY['text', 'bigint'], 'sandbox_delete(text, bigint) exists');
 SELECT has_function('sandbox_store', 'sandbox_list',     ARRAY['text'], 'sandbox_list(text) exists');
 SELECT has_function('sandbox_store', 'sandbox_ensure',
-    ARRAY['text', 'text', 'interval', 'text', 'interval'],
-    'sandbox_ensure(text, text, interval, text, interval) exists');
+    ARRAY['text', 'text', 'interval', 'text', 'interval', 'interval'],
+    'sandbox_ensure(text, text, interval, text, interval, interval) exists');
 SELECT has_function('sandbox_store', 'sandbox_lock',     ARRAY['text', 'interval'], 'sandbox_lock(text, interval) exists');
 SELECT has_function('sandbox_store', 'sandbox_try_lock', ARRAY['text'], 'sandbox_try_lock(text) exists');
 SELECT has_function('sandbox_store', 'sandbox_lock_id',  ARRAY['text'], 'sandbox_lock_id(text) exists');
+SELECT has_function('sandbox_store', 'sandbox_renew',    ARRAY['text', 'uuid', 'interval'], 'sandbox_renew(text, uuid, interval) exists');
+SELECT has_function('sandbox_store', 'sandbox_release',  ARRAY['text', 'uuid'], 'sandbox_release(text, uuid) exists');
+SELECT has_function('sandbox_store', 'sandbox_reap',     ARRAY['interval', 'integer'], 'sandbox_reap(interval, integer) exists');
+SELECT has_function('sandbox_store', 'sandbox_lock_holder', ARRAY['text'], 'sandbox_lock_holder(text) exists');
+
+-- The 1.0 signatures are replaced, not overloaded (a call by name has one target).
+SELECT hasnt_function('sandbox_store', 'sandbox_upsert',
+    ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone'],
+    'the 1.0 sandbox_upsert(text, text, text, text, text, text, timestamptz) is gone');
+SELECT hasnt_function('sandbox_store', 'sandbox_delete', ARRAY['text'],
+    'the 1.0 sandbox_delete(text) is gone');
+SELECT hasnt_function('sandbox_store', 'sandbox_ensure',
+    ARRAY['text', 'text', 'interval', 'text', 'interval'],
+    'the 1.0 sandbox_ensure(text, text, interval, text, interval) is gone');
 
 -- Return types -------------------------------------------------------------
 
 SELECT function_returns('sandbox_store', 'sandbox_upsert',
-    ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone'],
+    ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone', 'bigint'],
     'sandbox_store.instances', 'sandbox_upsert returns sandbox_store.instances');
 SELECT function_returns('sandbox_store', 'sandbox_get', ARRAY['text'],
     'setof sandbox_store.instances', 'sandbox_get returns SETOF sandbox_store.instances');
-SELECT function_returns('sandbox_store', 'sandbox_delete', ARRAY['text'],
+SELECT function_returns('sandbox_store', 'sandbox_delete', ARRAY['text', 'bigint'],
     'boolean', 'sandbox_delete returns boolean');
 SELECT function_returns('sandbox_store', 'sandbox_list', ARRAY['text'],
     'setof sandbox_store.instances', 'sandbox_list returns SETOF sandbox_store.instances');
 SELECT function_returns('sandbox_store', 'sandbox_ensure',
-    ARRAY['text', 'text', 'interval', 'text', 'interval'],
+    ARRAY['text', 'text', 'interval', 'text', 'interval', 'interval'],
     'setof record', 'sandbox_ensure returns a table (SETOF record)');
 SELECT function_returns('sandbox_store', 'sandbox_lock', ARRAY['text', 'interval'],
     'void', 'sandbox_lock returns void');
@@ -73,42 +140,54 @@ SELECT function_returns('sandbox_store', 'sandbox_try_lock', ARRAY['text'],
     'boolean', 'sandbox_try_lock returns boolean');
 SELECT function_returns('sandbox_store', 'sandbox_lock_id', ARRAY['text'],
     'bigint', 'sandbox_lock_id returns bigint');
+SELECT function_returns('sandbox_store', 'sandbox_renew', ARRAY['text', 'uuid', 'interval'],
+    'timestamp with time zone', 'sandbox_renew returns timestamptz (the new expiry)');
+SELECT function_returns('sandbox_store', 'sandbox_release', ARRAY['text', 'uuid'],
+    'boolean', 'sandbox_release returns boolean');
+SELECT function_returns('sandbox_store', 'sandbox_reap', ARRAY['interval', 'integer'],
+    'setof sandbox_store.instances', 'sandbox_reap returns SETOF sandbox_store.instances');
+SELECT function_returns('sandbox_store', 'sandbox_lock_holder', ARRAY['text'],
+    'integer', 'sandbox_lock_holder returns integer (a pid)');
 
 SELECT is(
     pg_catalog.pg_get_function_result(
-        'sandbox_store.sandbox_ensure(text, text, interval, text, interval)'::regprocedure),
+        'sandbox_store.sandbox_ensure(text, text, interval, text, interval, interval)'::regprocedure),
     'TABLE(action text, key text, provider text, provider_sandbox_id text, '
     'latest_snapshot_id text, thread_id text, latest_run_id text, '
-    'updated_at timestamp with time zone)',
-    'sandbox_ensure returns TABLE(action, then every instances column in table order)'
+    'updated_at timestamp with time zone, fence bigint, owner_token uuid, '
+    'lease_expires_at timestamp with time zone)',
+    'sandbox_ensure returns TABLE(action, every instances column in table order, then fence, owner_token, lease_expires_at)'
 );
 
 -- Argument names and defaults (the named-argument contract) ----------------
 
 SELECT is(
     pg_catalog.pg_get_function_arguments(
-        'sandbox_store.sandbox_upsert(text, text, text, text, text, text, timestamptz)'::regprocedure),
+        'sandbox_store.sandbox_upsert(text, text, text, text, text, text, timestamptz, bigint)'::regprocedure),
     'key text, provider text, provider_sandbox_id text, thread_id text, '
     'latest_snapshot_id text DEFAULT NULL::text, latest_run_id text DEFAULT NULL::text, '
-    'updated_at timestamp with time zone DEFAULT now()',
+    'updated_at timestamp with time zone DEFAULT now(), fence bigint DEFAULT NULL::bigint',
     'sandbox_upsert arguments: key, provider, provider_sandbox_id, thread_id, '
-    'latest_snapshot_id DEFAULT NULL, latest_run_id DEFAULT NULL, updated_at DEFAULT now()'
+    'latest_snapshot_id DEFAULT NULL, latest_run_id DEFAULT NULL, updated_at DEFAULT now(), '
+    'fence DEFAULT NULL'
 );
 SELECT is(
     pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_get(text)'::regprocedure),
     'key text', 'sandbox_get argument: key');
 SELECT is(
-    pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_delete(text)'::regprocedure),
-    'key text', 'sandbox_delete argument: key');
+    pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_delete(text, bigint)'::regprocedure),
+    'key text, fence bigint DEFAULT NULL::bigint', 'sandbox_delete arguments: key, fence DEFAULT NULL');
 SELECT is(
     pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_list(text)'::regprocedure),
     'thread_id text', 'sandbox_list argument: thread_id');
 SELECT is(
     pg_catalog.pg_get_function_arguments(
-        'sandbox_store.sandbox_ensure(text, text, interval, text, interval)'::regprocedure),
+        'sandbox_store.sandbox_ensure(text, text, interval, text, interval, interval)'::regprocedure),
     'key text, run_id text, max_age interval DEFAULT NULL::interval, '
-    'provider text DEFAULT NULL::text, wait interval DEFAULT NULL::interval',
-    'sandbox_ensure arguments: key, run_id, max_age DEFAULT NULL, provider DEFAULT NULL, wait DEFAULT NULL'
+    'provider text DEFAULT NULL::text, wait interval DEFAULT NULL::interval, '
+    'lease interval DEFAULT NULL::interval',
+    'sandbox_ensure arguments: key, run_id, max_age DEFAULT NULL, provider DEFAULT NULL, '
+    'wait DEFAULT NULL, lease DEFAULT NULL'
 );
 SELECT is(
     pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_lock(text, interval)'::regprocedure),
@@ -119,6 +198,28 @@ SELECT is(
 SELECT is(
     pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_lock_id(text)'::regprocedure),
     'key text', 'sandbox_lock_id argument: key');
+SELECT is(
+    pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_renew(text, uuid, interval)'::regprocedure),
+    'key text, owner_token uuid, lease interval', 'sandbox_renew arguments: key, owner_token, lease');
+SELECT is(
+    pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_release(text, uuid)'::regprocedure),
+    'key text, owner_token uuid', 'sandbox_release arguments: key, owner_token');
+SELECT is(
+    pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_reap(interval, integer)'::regprocedure),
+    'idle_for interval, max_rows integer DEFAULT 100', 'sandbox_reap arguments: idle_for, max_rows DEFAULT 100');
+SELECT is(
+    pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_lock_holder(text)'::regprocedure),
+    'key text', 'sandbox_lock_holder argument: key');
+
+-- Volatility: everything that writes or reads the newest state is VOLATILE.
+SELECT is_empty(
+    $$ SELECT p.proname FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = 'sandbox_store'::regnamespace
+          AND p.proname IN ('sandbox_ensure', 'sandbox_upsert', 'sandbox_delete', 'sandbox_renew',
+                            'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder')
+          AND p.provolatile <> 'v' $$,
+    'the functions that write, claim or look at locks are VOLATILE'
+);
 
 SELECT * FROM finish();
 ROLLBACK;

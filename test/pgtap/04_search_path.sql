@@ -2,8 +2,11 @@
 -- pg_catalog and holds look-alikes of what the extension uses: now(), an
 -- always-true = (text, text), >= (timestamptz, timestamptz), - (timestamptz,
 -- interval), hashtext(), octet_length(), and tables named instances (in evil
--- and in pg_temp, which is searched first for relations).  Every trap logs
--- its calls to evil.calls.
+-- and in pg_temp, which is searched first for relations).  Version 1.1 adds
+-- look-alikes of what lease mode and the reaper use: clock_timestamp(),
+-- gen_random_uuid(), nextval(regclass), > < <= (timestamptz, timestamptz),
+-- + (timestamptz, interval), and tables named leases.  Every trap logs its
+-- calls to evil.calls.
 --
 -- The extension is first called (so its SPI plans are first prepared) under
 -- the hostile path.  Results are captured into temporary tables and checked
@@ -12,7 +15,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(14);
+SELECT plan(22);
 
 -- The traps ---------------------------------------------------------------
 
@@ -43,11 +46,42 @@ $$ BEGIN INSERT INTO evil.calls VALUES ('octet_length(text)'); RETURN 1; END $$;
 CREATE TABLE evil.instances (LIKE sandbox_store.instances);
 CREATE TEMP TABLE instances (LIKE sandbox_store.instances) ON COMMIT DROP;
 
+-- 1.1: the look-alikes of lease mode and the reaper.
+CREATE FUNCTION evil.clock_timestamp() RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN INSERT INTO evil.calls VALUES ('clock_timestamp()'); RETURN '2001-01-01 00:00:40+00'; END $$;
+
+CREATE FUNCTION evil.gen_random_uuid() RETURNS uuid LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN INSERT INTO evil.calls VALUES ('gen_random_uuid()'); RETURN '00000000-0000-0000-0000-000000000000'; END $$;
+
+CREATE FUNCTION evil.nextval(regclass) RETURNS bigint LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN INSERT INTO evil.calls VALUES ('nextval(regclass)'); RETURN 424242; END $$;
+
+CREATE FUNCTION evil.ts_gt(timestamptz, timestamptz) RETURNS boolean LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN INSERT INTO evil.calls VALUES ('>(timestamptz,timestamptz)'); RETURN true; END $$;
+CREATE OPERATOR evil.> (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.ts_gt);
+
+CREATE FUNCTION evil.ts_lt(timestamptz, timestamptz) RETURNS boolean LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN INSERT INTO evil.calls VALUES ('<(timestamptz,timestamptz)'); RETURN true; END $$;
+CREATE OPERATOR evil.< (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.ts_lt);
+
+CREATE FUNCTION evil.ts_le(timestamptz, timestamptz) RETURNS boolean LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN INSERT INTO evil.calls VALUES ('<=(timestamptz,timestamptz)'); RETURN true; END $$;
+CREATE OPERATOR evil.<= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.ts_le);
+
+CREATE FUNCTION evil.ts_pl(timestamptz, interval) RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN INSERT INTO evil.calls VALUES ('+(timestamptz,interval)'); RETURN '1970-01-01 00:00:00+00'; END $$;
+CREATE OPERATOR evil.+ (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = evil.ts_pl);
+
+CREATE TABLE evil.leases (LIKE sandbox_store.leases);
+CREATE TEMP TABLE leases (LIKE sandbox_store.leases) ON COMMIT DROP;
+
 -- Capture tables (created under the normal path, without calling the extension).
 CREATE TEMP TABLE h_upsert ON COMMIT DROP AS
     SELECT 0 AS n, * FROM sandbox_store.instances WHERE false;
 CREATE TEMP TABLE h_ensure ON COMMIT DROP AS
-    SELECT 0 AS n, NULL::text AS action, * FROM sandbox_store.instances WHERE false;
+    SELECT 0 AS n, NULL::text AS action, *, NULL::bigint AS fence, NULL::uuid AS owner_token,
+           NULL::timestamptz AS lease_expires_at
+      FROM sandbox_store.instances WHERE false;
 
 -- Under the hostile search_path -------------------------------------------
 
@@ -64,6 +98,18 @@ CREATE TEMP TABLE h_armed ON COMMIT DROP AS
            (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
              WHERE c.oid = 'instances'::regclass) AS instances_schema;
 CREATE TEMP TABLE h_armed_calls ON COMMIT DROP AS SELECT count(*) AS n FROM evil.calls;
+DELETE FROM evil.calls;
+CREATE TEMP TABLE h_armed2 ON COMMIT DROP AS
+    SELECT clock_timestamp() AS clock_is,
+           gen_random_uuid() AS uuid_is,
+           nextval('sandbox_store.fence_seq') AS nextval_is,
+           ('1970-01-01'::timestamptz > '2001-01-01'::timestamptz) AS old_gt_new,
+           ('2001-01-01'::timestamptz < '1970-01-01'::timestamptz) AS new_lt_old,
+           ('2001-01-01'::timestamptz <= '1970-01-01'::timestamptz) AS new_le_old,
+           ('2001-01-01'::timestamptz + '1 day'::interval) AS plus_is,
+           (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.oid = 'leases'::regclass) AS leases_schema;
+CREATE TEMP TABLE h_armed2_calls ON COMMIT DROP AS SELECT count(*) AS n FROM evil.calls;
 DELETE FROM evil.calls;
 
 INSERT INTO h_upsert SELECT 1, * FROM sandbox_store.sandbox_upsert(
@@ -95,6 +141,21 @@ CREATE TEMP TABLE h_delete ON COMMIT DROP AS
     SELECT sandbox_store.sandbox_delete('a') AS deleted_a,
            sandbox_store.sandbox_delete('nope') AS deleted_nope;
 
+-- Lease mode (1.1): claim d, renew, fenced upsert, reap, release.
+INSERT INTO h_ensure SELECT 5, * FROM sandbox_store.sandbox_ensure('d', 'run-d', lease => '1 minute');
+CREATE TEMP TABLE h_renew ON COMMIT DROP AS
+    SELECT sandbox_store.sandbox_renew('d', (SELECT owner_token FROM h_ensure WHERE n = 5),
+                                       '2 minutes') AS expires;
+INSERT INTO h_upsert SELECT 4, * FROM sandbox_store.sandbox_upsert(
+    key => 'd', provider => 'p1', provider_sandbox_id => 'sb-d', thread_id => 't3',
+    updated_at => '2001-01-01 00:00:20+00', fence => (SELECT fence FROM h_ensure WHERE n = 5));
+-- c (2001) is idle for 25 years, not 100: the real < and - keep it.
+CREATE TEMP TABLE h_reap ON COMMIT DROP AS
+    SELECT key FROM sandbox_store.sandbox_reap('100 years');
+CREATE TEMP TABLE h_release ON COMMIT DROP AS
+    SELECT sandbox_store.sandbox_release('d', (SELECT owner_token FROM h_ensure WHERE n = 5))
+           AS released;
+
 -- Back to the normal search_path: check --------------------------------------
 
 SET LOCAL search_path TO DEFAULT;
@@ -109,8 +170,18 @@ SELECT results_eq(
 );
 
 SELECT results_eq(
+    $$ SELECT clock_is, uuid_is, nextval_is, old_gt_new, new_lt_old, new_le_old, plus_is,
+              leases_schema::text LIKE 'pg_temp%', (SELECT n FROM h_armed2_calls)
+         FROM h_armed2 $$,
+    $$ VALUES ('2001-01-01 00:00:40+00'::timestamptz, '00000000-0000-0000-0000-000000000000'::uuid,
+               424242::bigint, true, true, true, '1970-01-01 00:00:00+00'::timestamptz, true,
+               7::bigint) $$,
+    'the 1.1 traps are armed: clock_timestamp, gen_random_uuid, nextval, >, <, <=, + and leases resolve to the look-alikes'
+);
+
+SELECT results_eq(
     $$ SELECT n, key, provider, provider_sandbox_id, latest_snapshot_id, thread_id,
-              latest_run_id, updated_at FROM h_upsert ORDER BY n $$,
+              latest_run_id, updated_at FROM h_upsert WHERE n <= 3 ORDER BY n $$,
     $$ VALUES (1, 'a'::text, 'p1'::text, 'sb-a'::text, NULL::text, 't1'::text, NULL::text,
                '2001-01-01 00:00:00+00'::timestamptz),
               (2, 'b', 'p1', 'sb-b', NULL, 't2', NULL, now()),
@@ -169,7 +240,8 @@ SELECT results_eq(
               latest_run_id, updated_at
          FROM sandbox_store.instances ORDER BY key $$,
     $$ VALUES ('b'::text, 'p1'::text, 'sb-b'::text, NULL::text, 't2'::text, 'run-b'::text, now()),
-              ('c', 'p1', 'sb-c', 'snap-c', 't1', NULL, '2001-01-01 00:00:10+00') $$,
+              ('c', 'p1', 'sb-c', 'snap-c', 't1', NULL, '2001-01-01 00:00:10+00'),
+              ('d', 'p1', 'sb-d', NULL, 't3', NULL, '2001-01-01 00:00:20+00') $$,
     'hostile path: the writes landed in sandbox_store.instances, each on its own key only'
 );
 
@@ -191,6 +263,48 @@ SELECT ok(
                AND ((classid::bigint << 32) | objid::bigint)
                    = sandbox_store.sandbox_lock_id('a')),
     'hostile path: ensure(''a'') holds the advisory lock whose id is sandbox_lock_id(''a'')'
+);
+
+SELECT results_eq(
+    $$ SELECT action, key, fence <> 424242 AND fence > 0,
+              owner_token <> '00000000-0000-0000-0000-000000000000',
+              lease_expires_at > now() + interval '59 seconds'
+                AND lease_expires_at <= clock_timestamp() + interval '1 minute'
+         FROM h_ensure WHERE n = 5 $$,
+    $$ VALUES ('create'::text, NULL::text, true, true, true) $$,
+    'hostile path: a lease-mode ensure gets a real fence, a random token and an expiry by the real clock'
+);
+
+SELECT ok(
+    (SELECT expires FROM h_renew) > (SELECT lease_expires_at FROM h_ensure WHERE n = 5)
+      AND (SELECT expires FROM h_renew) <= clock_timestamp() + interval '2 minutes',
+    'hostile path: sandbox_renew extends the claim by the real clock and +'
+);
+
+SELECT results_eq(
+    $$ SELECT key, provider_sandbox_id, updated_at FROM h_upsert WHERE n = 4 $$,
+    $$ VALUES ('d'::text, 'sb-d'::text, '2001-01-01 00:00:20+00'::timestamptz) $$,
+    'hostile path: a fenced upsert with the claim''s fence is accepted'
+);
+
+SELECT is_empty(
+    $$ SELECT key FROM h_reap $$,
+    'hostile path: sandbox_reap judges idleness with the real < and - (c, 25 years idle, is not reaped for 100 years)'
+);
+
+SELECT is((SELECT released FROM h_release), true,
+    'hostile path: sandbox_release of the claim returns true');
+
+SELECT results_eq(
+    $$ SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases $$,
+    $$ SELECT 'd'::text, fence, NULL::uuid, NULL::timestamptz FROM h_ensure WHERE n = 5 $$,
+    'hostile path: the claim went to sandbox_store.leases and was released there'
+);
+
+SELECT results_eq(
+    $$ SELECT (SELECT count(*) FROM evil.leases), (SELECT count(*) FROM pg_temp.leases) $$,
+    $$ VALUES (0::bigint, 0::bigint) $$,
+    'hostile path: nothing was written to the look-alike tables evil.leases and pg_temp.leases'
 );
 
 SELECT is_empty(

@@ -1,0 +1,343 @@
+--
+-- upgrade: a live 1.0 database with records and the README's grants, taken
+-- to 1.1 by ALTER EXTENSION ... UPDATE (with the 1.1 library installed all
+-- along), compared with a fresh CREATE EXTENSION of 1.1.  Runs last: leaves
+-- sandbox_store 1.1 installed, fresh.
+--
+\pset null '<null>'
+SET timezone = 'UTC';
+
+-- err(sql): run sql; 'ok', or the SQLSTATE and message it raised.
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT oid::regprocedure AS function FROM pg_proc
+ WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY oid::regprocedure::text;
+
+CREATE ROLE regress_sb_up_app;
+CREATE ROLE regress_sb_up_nobody;
+-- The two lines the README tells an admin to run:
+GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_app;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_app;
+
+--
+-- The app writes records through the 1.0 functions, served by the 1.1
+-- library: every one works as in 1.0, and ensure returns its 8 columns.
+--
+SET ROLE regress_sb_up_app;
+BEGIN;
+SELECT * FROM sandbox_store.sandbox_ensure('up/1', 'run-1');
+SELECT * FROM sandbox_store.sandbox_upsert('up/1', 'prov-x', 'sbx-1', 'thread-up',
+                                           latest_snapshot_id => 'snap-1', latest_run_id => 'run-1',
+                                           updated_at => '2026-01-02 03:04:05.678901+00');
+COMMIT;
+BEGIN;
+SELECT action, key, provider_sandbox_id, latest_run_id, updated_at = now() AS stamped_now
+  FROM sandbox_store.sandbox_ensure('up/1', 'run-2');
+COMMIT;
+BEGIN;
+SELECT action, key, provider, provider_sandbox_id, latest_run_id
+  FROM sandbox_store.sandbox_ensure('up/1', 'run-3', max_age => '0', provider => 'prov-y',
+                                    wait => '1 second');
+ROLLBACK;
+SELECT key FROM sandbox_store.sandbox_upsert('up/minimal', 'p', 's', 'thread-up');
+SELECT key FROM sandbox_store.sandbox_upsert('up/old', 'prov-x', 'sbx-old', 'thread-up',
+                                             updated_at => '2000-01-01 00:00:00+00');
+SELECT key FROM sandbox_store.sandbox_upsert(E'up/odd \'"\\;\n\t ключ 🔑', 'p', E's\\1', 't');
+SELECT octet_length(key) FROM sandbox_store.sandbox_upsert(repeat('é', 512), repeat('p', 1024),
+  repeat('s', 1024), repeat('t', 1024), repeat('n', 1024), repeat('r', 1024),
+  '1999-12-31 23:59:59.999999+00');
+SELECT key FROM sandbox_store.sandbox_upsert('up/gone', 'p', 's', 'thread-up');
+SELECT sandbox_store.sandbox_delete('up/gone'), sandbox_store.sandbox_delete('up/gone');
+SELECT key FROM sandbox_store.sandbox_get('up/1');
+SELECT key FROM sandbox_store.sandbox_list('thread-up') ORDER BY key;
+BEGIN;
+SELECT sandbox_store.sandbox_lock('up/1', wait => '0'), sandbox_store.sandbox_try_lock('up/2');
+COMMIT;
+SELECT sandbox_store.sandbox_lock_id('up/1') = sandbox_store.sandbox_lock_id('up/1') AS lock_id;
+-- 1.0 has no lease mode and none of the new functions.
+SELECT * FROM sandbox_store.sandbox_ensure('up/1', 'run-4', lease => '1 minute');
+SELECT sandbox_store.sandbox_lock_holder('up/1');
+RESET ROLE;
+SELECT to_regclass('sandbox_store.leases') AS leases, to_regclass('sandbox_store.claims') AS claims;
+
+-- A copy of every record, to compare with after the update.
+CREATE TEMP TABLE before_update AS SELECT * FROM sandbox_store.instances;
+SELECT count(*) AS records FROM before_update;
+
+--
+-- The update.
+--
+ALTER EXTENSION sandbox_store UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+
+-- Every record survived, byte for byte: no row lost, added or changed, and
+-- each column's binary representation is the same.
+SELECT count(*) AS records FROM sandbox_store.instances;
+SELECT count(*) AS differing_rows FROM (
+  (TABLE before_update EXCEPT ALL TABLE sandbox_store.instances)
+  UNION ALL
+  (TABLE sandbox_store.instances EXCEPT ALL TABLE before_update)) d;
+SELECT count(*) AS differing_bytes
+  FROM before_update b FULL JOIN sandbox_store.instances i ON textsend(b.key) = textsend(i.key)
+ WHERE (textsend(b.provider), textsend(b.provider_sandbox_id), textsend(b.latest_snapshot_id),
+        textsend(b.thread_id), textsend(b.latest_run_id), timestamptz_send(b.updated_at))
+       IS DISTINCT FROM
+       (textsend(i.provider), textsend(i.provider_sandbox_id), textsend(i.latest_snapshot_id),
+        textsend(i.thread_id), textsend(i.latest_run_id), timestamptz_send(i.updated_at));
+SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id,
+       updated_at = '2000-01-01 00:00:00+00' AS in_2000
+  FROM sandbox_store.instances WHERE key IN ('up/minimal', 'up/old') ORDER BY key;
+
+-- The functions of 1.1: the new ones, and the new signatures of ensure,
+-- upsert and delete in place of the old ones.
+SELECT oid::regprocedure AS function FROM pg_proc
+ WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY oid::regprocedure::text;
+SELECT to_regprocedure('sandbox_store.sandbox_ensure(text,text,interval,text,interval)') AS old_ensure,
+       to_regprocedure('sandbox_store.sandbox_upsert(text,text,text,text,text,text,timestamptz)')
+         AS old_upsert,
+       to_regprocedure('sandbox_store.sandbox_delete(text)') AS old_delete;
+SELECT extconfig::regclass[] AS dumped FROM pg_extension WHERE extname = 'sandbox_store';
+
+--
+-- Privileges carried over: the app role can execute every function, and has
+-- nothing on the tables, the sequence or the claims view (reading owner
+-- tokens stays a separate grant); the role without grants and PUBLIC have
+-- nothing.
+--
+SELECT p.oid::regprocedure AS function,
+       has_function_privilege('regress_sb_up_app', p.oid, 'EXECUTE') AS app,
+       has_function_privilege('regress_sb_up_nobody', p.oid, 'EXECUTE') AS nobody
+  FROM pg_proc p WHERE p.pronamespace = 'sandbox_store'::regnamespace
+ ORDER BY p.oid::regprocedure::text;
+SELECT c.relname, c.relkind, r.rolname,
+       has_table_privilege(r.rolname, c.oid, 'SELECT') AS sel,
+       has_table_privilege(r.rolname, c.oid, 'INSERT') AS ins,
+       has_table_privilege(r.rolname, c.oid, 'UPDATE') AS upd,
+       has_table_privilege(r.rolname, c.oid, 'DELETE') AS del,
+       has_table_privilege(r.rolname, c.oid, 'TRUNCATE') AS trunc
+  FROM pg_class c CROSS JOIN (VALUES ('regress_sb_up_app'), ('regress_sb_up_nobody')) r(rolname)
+ WHERE c.relnamespace = 'sandbox_store'::regnamespace AND c.relkind IN ('r', 'v')
+ ORDER BY 1, 3;
+SELECT r.rolname,
+       has_sequence_privilege(r.rolname, 'sandbox_store.fence_seq', 'USAGE') AS usage,
+       has_sequence_privilege(r.rolname, 'sandbox_store.fence_seq', 'SELECT') AS sel,
+       has_sequence_privilege(r.rolname, 'sandbox_store.fence_seq', 'UPDATE') AS upd
+  FROM (VALUES ('regress_sb_up_app'), ('regress_sb_up_nobody')) r(rolname) ORDER BY 1;
+SELECT count(*) AS public_grants FROM (
+  SELECT aclexplode(relacl) AS a FROM pg_class WHERE relnamespace = 'sandbox_store'::regnamespace
+  UNION ALL
+  SELECT aclexplode(proacl) FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace
+) s WHERE (a).grantee = 0;
+
+--
+-- Lease mode works at once, for the app role, on the upgraded records.
+--
+SET ROLE regress_sb_up_app;
+SELECT action, provider_sandbox_id, latest_run_id, fence AS up_fence, owner_token AS up_token
+  FROM sandbox_store.sandbox_ensure('up/1', 'run-5', lease => '1 minute') \gset
+SELECT :'action' AS action, :'provider_sandbox_id' AS provider_sandbox_id,
+       :'latest_run_id' AS latest_run_id;
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.claims$$) AS app_reads_claims;
+RESET ROLE;
+SELECT key, fence = :up_fence AS same_fence, owner_token = :'up_token' AS same_token
+  FROM sandbox_store.claims;
+SET ROLE regress_sb_up_app;
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_ensure('up/1', 'run-6', wait => '0')$$);
+SELECT sandbox_store.sandbox_renew('up/1', :'up_token', '2 minutes') > now() AS renewed;
+SELECT key, provider_sandbox_id
+  FROM sandbox_store.sandbox_upsert('up/1', 'prov-x', 'sbx-1b', 'thread-up', fence => :up_fence);
+SELECT sandbox_store.sandbox_lock_holder('up/1') AS lock_holder;
+SELECT left(key, 8) AS key, updated_at FROM sandbox_store.sandbox_reap('1 day');
+SELECT sandbox_store.sandbox_release('up/1', :'up_token') AS released;
+SELECT action, fence > :up_fence AS higher_fence, owner_token AS up_token2
+  FROM sandbox_store.sandbox_ensure('up/1', 'run-7', lease => '1 minute') \gset
+SELECT :'action' AS action, :'higher_fence' AS higher_fence;
+SELECT sandbox_store.sandbox_release('up/1', :'up_token2') AS released;
+-- ... and so does lock mode, with the claim columns NULL.
+BEGIN;
+SELECT action, provider_sandbox_id, fence, owner_token, lease_expires_at
+  FROM sandbox_store.sandbox_ensure('up/1', 'run-8');
+COMMIT;
+RESET ROLE;
+
+--
+-- The upgraded catalog is the catalog of a fresh CREATE EXTENSION.  Every
+-- extension member is described (kind and name; functions with arguments,
+-- defaults, result, language, volatility, strictness, parallel safety, cost,
+-- rows, security, symbol and library; relations with their columns,
+-- constraints, indexes, view definition, sequence parameters; comments of
+-- members and columns; dependencies; config-dump registration), then the
+-- extension is dropped and created fresh and described again.
+--
+CREATE FUNCTION pg_temp.sb_catalog() RETURNS SETOF text LANGUAGE sql AS $$
+  WITH ext AS (
+    SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
+  members AS (
+    SELECT d.classid, d.objid FROM pg_catalog.pg_depend d, ext
+     WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.refobjid = ext.oid
+       AND d.deptype = 'e'),
+  rels AS (
+    SELECT c.* FROM pg_catalog.pg_class c JOIN members m
+        ON m.classid = 'pg_catalog.pg_class'::regclass AND m.objid = c.oid)
+  SELECT 'extension: version ' || extversion || ', relocatable ' || extrelocatable
+         || ', schema ' || extnamespace::regnamespace
+    FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'
+  UNION ALL
+  SELECT 'member: ' || pg_catalog.pg_describe_object(classid, objid, 0) FROM members
+  UNION ALL
+  SELECT 'config_dump: ' || u.rel::regclass || ' where ' || pg_catalog.quote_literal(u.cond)
+    FROM pg_catalog.pg_extension e, unnest(e.extconfig, e.extcondition) u(rel, cond)
+   WHERE e.extname = 'sandbox_store'
+  UNION ALL
+  SELECT 'comment: ' || pg_catalog.pg_describe_object(d.classoid, d.objoid, d.objsubid)
+         || ' = ' || d.description
+    FROM pg_catalog.pg_description d JOIN members m
+      ON m.classid = d.classoid AND m.objid = d.objoid
+  UNION ALL
+  SELECT pg_catalog.format(
+           'function: %s(%s) returns %s; language %s, volatile %s, strict %s, retset %s, '
+           'parallel %s, leakproof %s, secdef %s, cost %s, rows %s, kind %s, '
+           'symbol %s, library %s, config %s, owner_is_extension_owner %s',
+           p.oid::regproc, pg_catalog.pg_get_function_arguments(p.oid),
+           pg_catalog.pg_get_function_result(p.oid), l.lanname, p.provolatile, p.proisstrict,
+           p.proretset, p.proparallel, p.proleakproof, p.prosecdef, p.procost, p.prorows,
+           p.prokind, p.prosrc, p.probin, p.proconfig,
+           p.proowner = (SELECT extowner FROM pg_catalog.pg_extension
+                          WHERE extname = 'sandbox_store'))
+    FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+    JOIN members m ON m.classid = 'pg_catalog.pg_proc'::regclass AND m.objid = p.oid
+  UNION ALL
+  SELECT pg_catalog.format('relation: %s kind %s, persistence %s, options %s, '
+                           'rowsecurity %s, owner_is_extension_owner %s',
+           c.oid::regclass, c.relkind, c.relpersistence, c.reloptions, c.relrowsecurity,
+           c.relowner = (SELECT extowner FROM pg_catalog.pg_extension
+                          WHERE extname = 'sandbox_store'))
+    FROM rels c
+  UNION ALL
+  SELECT pg_catalog.format('column: %s.%s #%s %s, not null %s, default %s, collation %s, '
+                           'identity %s, generated %s',
+           a.attrelid::regclass, a.attname, a.attnum,
+           pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull,
+           pg_catalog.pg_get_expr(ad.adbin, ad.adrelid), a.attcollation::regcollation,
+           a.attidentity, a.attgenerated)
+    FROM pg_catalog.pg_attribute a JOIN rels c ON c.oid = a.attrelid
+    LEFT JOIN pg_catalog.pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+   WHERE a.attnum > 0 AND NOT a.attisdropped
+  UNION ALL
+  SELECT pg_catalog.format('constraint: %s on %s: %s, deferrable %s, validated %s',
+           co.conname, co.conrelid::regclass, pg_catalog.pg_get_constraintdef(co.oid),
+           co.condeferrable, co.convalidated)
+    FROM pg_catalog.pg_constraint co JOIN rels c ON c.oid = co.conrelid
+  UNION ALL
+  SELECT pg_catalog.format('index: %s', pg_catalog.pg_get_indexdef(i.indexrelid))
+    FROM pg_catalog.pg_index i JOIN rels c ON c.oid = i.indrelid
+  UNION ALL
+  SELECT pg_catalog.format('trigger: %s on %s', t.tgname, t.tgrelid::regclass)
+    FROM pg_catalog.pg_trigger t JOIN rels c ON c.oid = t.tgrelid
+  UNION ALL
+  SELECT pg_catalog.format('view: %s as %s', c.oid::regclass, pg_catalog.pg_get_viewdef(c.oid))
+    FROM rels c WHERE c.relkind = 'v'
+  UNION ALL
+  SELECT pg_catalog.format('sequence: %s as %s start %s increment %s min %s max %s cache %s cycle %s',
+           s.seqrelid::regclass, s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmin,
+           s.seqmax, s.seqcache, s.seqcycle)
+    FROM pg_catalog.pg_sequence s JOIN rels c ON c.oid = s.seqrelid
+  UNION ALL
+  SELECT pg_catalog.format('dependency: %s -> %s (%s)',
+           pg_catalog.pg_describe_object(d.classid, d.objid, d.objsubid),
+           pg_catalog.pg_describe_object(d.refclassid, d.refobjid, d.refobjsubid), d.deptype)
+    FROM pg_catalog.pg_depend d JOIN members m ON m.classid = d.classid AND m.objid = d.objid
+   WHERE d.deptype <> 'e'
+$$;
+
+-- Privileges of the members, as (object, grantee, privilege, grantable,
+-- grantor), the owner shown as "owner": current ones (acl) and the ones
+-- pg_dump compares them with (initprivs, from pg_init_privs).
+CREATE FUNCTION pg_temp.sb_privileges()
+RETURNS TABLE (source text, object text, grantee text, privilege text, grantable boolean,
+               grantor text) LANGUAGE sql AS $$
+  WITH ext AS (
+    SELECT oid, extowner FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
+  members AS (
+    SELECT d.classid, d.objid FROM pg_catalog.pg_depend d, ext
+     WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.refobjid = ext.oid
+       AND d.deptype = 'e'),
+  acls AS (
+    SELECT 'acl' AS source, m.classid, m.objid,
+           coalesce(p.proacl, pg_catalog.acldefault('f'::"char", p.proowner)) AS acl
+      FROM members m JOIN pg_catalog.pg_proc p
+        ON m.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = m.objid
+    UNION ALL
+    SELECT 'acl', m.classid, m.objid,
+           coalesce(c.relacl, pg_catalog.acldefault(CASE c.relkind WHEN 'S' THEN 's' ELSE 'r' END::"char",
+                                                    c.relowner))
+      FROM members m JOIN pg_catalog.pg_class c
+        ON m.classid = 'pg_catalog.pg_class'::regclass AND c.oid = m.objid
+    UNION ALL
+    SELECT 'initprivs', ip.classoid, ip.objoid, ip.initprivs
+      FROM pg_catalog.pg_init_privs ip JOIN members m
+        ON m.classid = ip.classoid AND m.objid = ip.objoid AND ip.objsubid = 0)
+  SELECT a.source, pg_catalog.pg_describe_object(a.classid, a.objid, 0),
+         CASE WHEN x.grantee = 0 THEN 'PUBLIC' WHEN x.grantee = ext.extowner THEN 'owner'
+              ELSE x.grantee::regrole::text END,
+         x.privilege_type, x.is_grantable,
+         CASE WHEN x.grantor = ext.extowner THEN 'owner' ELSE x.grantor::regrole::text END
+    FROM acls a CROSS JOIN LATERAL pg_catalog.aclexplode(a.acl) x CROSS JOIN ext
+$$;
+
+CREATE TEMP TABLE upgraded_catalog AS SELECT * FROM pg_temp.sb_catalog() AS item;
+CREATE TEMP TABLE upgraded_privileges AS SELECT * FROM pg_temp.sb_privileges();
+
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store;
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+
+CREATE TEMP TABLE fresh_catalog AS SELECT * FROM pg_temp.sb_catalog() AS item;
+CREATE TEMP TABLE fresh_privileges AS SELECT * FROM pg_temp.sb_privileges();
+
+-- What was compared (lines per kind), the same on both sides ...
+SELECT kind, u.n AS upgraded, f.n AS fresh
+  FROM (SELECT split_part(item, ':', 1) AS kind, count(*) AS n FROM upgraded_catalog GROUP BY 1) u
+  FULL JOIN (SELECT split_part(item, ':', 1) AS kind, count(*) AS n FROM fresh_catalog GROUP BY 1) f
+ USING (kind) ORDER BY kind;
+-- ... and no line differs, either way.
+(TABLE upgraded_catalog EXCEPT ALL TABLE fresh_catalog) ORDER BY 1;
+(TABLE fresh_catalog EXCEPT ALL TABLE upgraded_catalog) ORDER BY 1;
+
+-- Privileges: the upgraded extension has exactly the fresh one's, plus the
+-- grants carried over to the app role (every function, and SELECT on the
+-- claims view); nothing of the fresh one is missing.
+SELECT object, grantee, privilege, grantable, grantor
+  FROM (SELECT * FROM upgraded_privileges WHERE source = 'acl'
+        EXCEPT ALL
+        SELECT * FROM fresh_privileges WHERE source = 'acl') d
+ ORDER BY object, grantee, privilege;
+SELECT * FROM fresh_privileges WHERE source = 'acl'
+EXCEPT ALL
+SELECT * FROM upgraded_privileges WHERE source = 'acl';
+-- The initial privileges pg_dump compares with are those of a fresh install:
+-- the carried-over grants are the admin's, not the extension's, so pg_dump
+-- must dump them (and a restore, which runs a fresh CREATE EXTENSION, must
+-- get them back).
+SELECT count(*) AS initprivs FROM fresh_privileges WHERE source = 'initprivs';
+(SELECT * FROM upgraded_privileges WHERE source = 'initprivs'
+ EXCEPT ALL
+ SELECT * FROM fresh_privileges WHERE source = 'initprivs') ORDER BY 2, 3, 4;
+(SELECT * FROM fresh_privileges WHERE source = 'initprivs'
+ EXCEPT ALL
+ SELECT * FROM upgraded_privileges WHERE source = 'initprivs') ORDER BY 2, 3, 4;
+
+-- The fresh extension is 1.1 with no grants: nothing left for the roles.
+SELECT count(*) AS app_grants FROM fresh_privileges WHERE grantee LIKE 'regress_sb_up_%';
+REVOKE ALL ON SCHEMA sandbox_store FROM regress_sb_up_app;
+DROP ROLE regress_sb_up_app, regress_sb_up_nobody;
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
