@@ -301,4 +301,195 @@ check "server D's delete after C rolled back" "$deleted_d" f
 awk -v w="$waited_d" 'BEGIN { exit !(w >= 1.0) }' || fail "server D's sandbox_delete did not wait for C's lock (waited ${waited_d}s)"
 check "record after C rolled back" "$(record)" ""
 
+###########################################################################
+KEY2='acme/thread-T2/default/provider-x'
+THREAD2='thread-T2'
+LEASE_SECS=2             # server A's lease in scene 7
+B_CREATE_SECS=0.5        # how long the simulated provider takes for server B in scene 7
+heading "7. Lease mode: a frozen server is fenced off (thread T2, key $KEY2)"
+say "  No transaction stays open while a provider works: sandbox_ensure(..., lease => ...) commits a"
+say "  claim (fence, owner_token, lease_expires_at) and returns.  Server A claims with a ${LEASE_SECS}-second lease,"
+say "  then freezes before it records its sandbox; B takes over once A's lease has expired."
+
+# pg_temp.attempt(statement): run it, return 'ok|<first column>' or
+# 'ERROR|<sqlstate>|<message>|<detail>' (an app server's try/catch).  A
+# temporary function: the app role needs no grant beyond the README's two.
+cat >"$work/attempt.sql" <<'SQL'
+CREATE FUNCTION pg_temp.attempt(stmt text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE r text; st text; msg text; det text;
+BEGIN
+  EXECUTE stmt INTO r;
+  RETURN 'ok|' || coalesce(r, '');
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL;
+  RETURN 'ERROR|' || st || '|' || msg || '|' || coalesce(det, '');
+END $$;
+SQL
+
+# Server A: claims in autocommit, starts creating a sandbox, freezes (its
+# psql session sits idle while a shell loop waits for $SB_DEMO_WAKE, at most
+# 30s, and not once the demo's work directory is gone), then
+# tries to record its sandbox with its fence and to release its claim.
+# Last line: RESULT|action|fence|lease_expires_at (epoch)|sandbox|upsert outcome|released
+cat >"$work/lease_a.sql" <<'SQL'
+\set ts 'round(EXTRACT(epoch FROM clock_timestamp()) - ' :t0 ', 2)'
+\set who '''[server A] '''
+SELECT :ts || '|' || :who || 'sandbox_ensure(key => ''' || :'key' || ''', run_id => ''run-A'', lease => '''
+       || :'lease' || ''')   -- autocommit, no BEGIN';
+SELECT e.action AS a_action, e.fence AS a_fence, e.owner_token AS a_token,
+       EXTRACT(epoch FROM e.lease_expires_at) AS a_until, clock_timestamp() AS a_claimed_at
+  FROM sandbox_store.sandbox_ensure(key => :'key', run_id => 'run-A', lease => :'lease'::interval) e \gset
+SELECT :ts || '|' || :who || 'ensure -> ' || :'a_action' || ', fence ' || :'a_fence'
+       || ', claim until t = ' || round(:a_until - :t0, 2) || 's; the claim is committed, no transaction stays open';
+SELECT 'sbx-' || left(md5(random()::text), 8) AS a_sbx \gset
+SELECT :ts || '|' || :who || 'provider: creating sandbox ' || :'a_sbx' || ' ... and server A freezes (a long pause)';
+\! touch "$SB_DEMO_FROZEN"; i=0; while [ ! -e "$SB_DEMO_WAKE" ] && [ -e "$SB_DEMO_FROZEN" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+SELECT :ts || '|' || :who || 'wakes up, ' || round(EXTRACT(epoch FROM clock_timestamp() - :'a_claimed_at'::timestamptz), 2)
+       || 's after its claim; sandbox_upsert(..., provider_sandbox_id => ''' || :'a_sbx' || ''', fence => ' || :'a_fence' || ')';
+SELECT pg_temp.attempt(format(
+         'SELECT provider_sandbox_id FROM sandbox_store.sandbox_upsert(key => %L, provider => %L,'
+         ' provider_sandbox_id => %L, thread_id => %L, latest_run_id => %L, fence => %s)',
+         :'key', :'provider', :'a_sbx', :'thread', 'run-A', :'a_fence')) AS a_try \gset
+SELECT split_part(:'a_try', '|', 1) = 'ok' AS a_stored,
+       CASE split_part(:'a_try', '|', 1) WHEN 'ok' THEN 'ok' ELSE split_part(:'a_try', '|', 2) END AS a_outcome \gset
+\if :a_stored
+SELECT :ts || '|' || :who || '-> stored ' || split_part(:'a_try', '|', 2);
+\else
+SELECT :ts || '|' || :who || '-> ERROR ' || split_part(:'a_try', '|', 2) || ': ' || split_part(:'a_try', '|', 3);
+SELECT :ts || '|' || :who || '   DETAIL: ' || split_part(:'a_try', '|', 4);
+\endif
+SELECT sandbox_store.sandbox_release(key => :'key', owner_token => :'a_token') AS a_released \gset
+SELECT :ts || '|' || :who || 'sandbox_release(key, A''s owner_token) -> ' || :'a_released'
+       || CASE WHEN :'a_released' THEN '' ELSE '   (stale token: B''s claim is not A''s to end)' END;
+\if :a_stored
+\else
+SELECT :ts || '|' || :who || 'provider: destroying its orphan sandbox ' || :'a_sbx';
+\endif
+SELECT 'RESULT|' || :'a_action' || '|' || :'a_fence' || '|' || :'a_until' || '|' || :'a_sbx' || '|'
+       || :'a_outcome' || '|' || :'a_released';
+SQL
+
+# Server B: tries without waiting, then with a bounded wait; creates and
+# records its sandbox with its fence, then releases its claim.
+# Last line: RESULT|first try outcome|its detail|action|fence|returned at (epoch)|waited|sandbox|stored|released
+cat >"$work/lease_b.sql" <<'SQL'
+\set ts 'round(EXTRACT(epoch FROM clock_timestamp()) - ' :t0 ', 2)'
+\set who '''[server B] '''
+SELECT :ts || '|' || :who || 'sandbox_ensure(key => ''' || :'key' || ''', run_id => ''run-B'', wait => ''0'', lease => ''30 seconds'')';
+SELECT pg_temp.attempt(format(
+         'SELECT action FROM sandbox_store.sandbox_ensure(key => %L, run_id => %L, wait => %L, lease => %L)',
+         :'key', 'run-B', '0', '30 seconds')) AS b_try \gset
+SELECT split_part(:'b_try', '|', 1) = 'ok' AS b_got_it,
+       CASE split_part(:'b_try', '|', 1) WHEN 'ok' THEN 'ok' ELSE split_part(:'b_try', '|', 2) END AS b_try_outcome,
+       split_part(:'b_try', '|', 4) AS b_try_detail \gset
+\if :b_got_it
+SELECT :ts || '|' || :who || '-> ' || split_part(:'b_try', '|', 2) || '   (UNEXPECTED: A''s claim is live)';
+\else
+SELECT :ts || '|' || :who || '-> ERROR ' || split_part(:'b_try', '|', 2) || ': ' || split_part(:'b_try', '|', 3);
+SELECT :ts || '|' || :who || '   DETAIL: ' || :'b_try_detail';
+SELECT :ts || '|' || :who || 'sandbox_ensure(key => ''' || :'key' || ''', run_id => ''run-B'', wait => ''5 seconds'', lease => ''30 seconds'')';
+SELECT clock_timestamp() AS b_called_at \gset
+SELECT e.action AS b_action, e.fence AS b_fence, e.owner_token AS b_token,
+       EXTRACT(epoch FROM clock_timestamp()) AS b_returned,
+       round(EXTRACT(epoch FROM clock_timestamp() - :'b_called_at'::timestamptz), 2) AS b_waited
+  FROM sandbox_store.sandbox_ensure(key => :'key', run_id => 'run-B', wait => '5 seconds',
+                                    lease => '30 seconds') e \gset
+SELECT :ts || '|' || :who || 'ensure -> ' || :'b_action' || ', fence ' || :'b_fence' || ' (waited ' || :'b_waited'
+       || 's, until A''s lease expired; A recorded nothing, so: create)';
+SELECT 'sbx-' || left(md5(random()::text), 8) AS b_sbx \gset
+SELECT :ts || '|' || :who || 'provider: creating sandbox ' || :'b_sbx' || ' (' || :b_create_secs || 's, no transaction open)';
+\! sleep "$SB_DEMO_B_CREATE_SECS"
+SELECT r.provider_sandbox_id AS b_stored
+  FROM sandbox_store.sandbox_upsert(key => :'key', provider => :'provider', provider_sandbox_id => :'b_sbx',
+                                    thread_id => :'thread', latest_run_id => 'run-B', fence => :b_fence) r \gset
+SELECT :ts || '|' || :who || 'sandbox_upsert(..., provider_sandbox_id => ''' || :'b_stored' || ''', fence => ' || :'b_fence' || ') -> stored';
+SELECT sandbox_store.sandbox_release(key => :'key', owner_token => :'b_token') AS b_released \gset
+SELECT :ts || '|' || :who || 'sandbox_release(key, B''s owner_token) -> ' || :'b_released';
+SELECT 'RESULT|' || :'b_try_outcome' || '|' || :'b_try_detail' || '|' || :'b_action' || '|' || :'b_fence' || '|'
+       || :'b_returned' || '|' || :'b_waited' || '|' || :'b_sbx' || '|' || :'b_stored' || '|' || :'b_released';
+\endif
+SQL
+
+# op SECONDS TEXT: a line of the operator (the superuser watching), at SECONDS on the scene's clock.
+op() { local ts=$1; shift; printf '%s|[operator] %s\n' "$ts" "$*" >>"$work/OP.out"; }
+record2() {
+  app -F' | ' -v key="$KEY2" <<'SQL'
+SELECT provider_sandbox_id, latest_run_id, thread_id, provider,
+       to_char(updated_at, 'YYYY-MM-DD HH24:MI:SS.MS') AS updated_at
+  FROM sandbox_store.sandbox_get(:'key');
+SQL
+}
+# claims_of KEY: the key's row in the claims view, as one line (empty if none).
+CLAIMS_SQL="SELECT string_agg(key || ' | fence ' || fence || ' | owner_token ' || owner_token
+                         || ' | lease_expires_at ' || to_char(lease_expires_at, 'HH24:MI:SS.MS'), '; ')
+  FROM sandbox_store.claims WHERE key = :'key'"
+claims_of() { admin -d "$DB" -At -v key="$1" <<<"$CLAIMS_SQL;"; }
+
+: >"$work/OP.out"
+rm -f "$work/frozen-A" "$work/wake-A"
+t0=$(now)
+scene_start=$(date +%s.%N)
+PGAPPNAME='demo server A' SB_DEMO_FROZEN="$work/frozen-A" SB_DEMO_WAKE="$work/wake-A" \
+  app -v t0="$t0" -v key="$KEY2" -v thread="$THREAD2" -v provider="$PROVIDER" -v lease="$LEASE_SECS seconds" \
+      -f "$work/attempt.sql" -f "$work/lease_a.sql" >"$work/A.out" & pidA=$!; bg_pids+=("$pidA")
+for _ in $(seq 200); do [ -e "$work/frozen-A" ] && break; sleep 0.02; done
+[ -e "$work/frozen-A" ] || fail "server A never took its claim"
+
+# While A is frozen: the claims view shows its claim; A's session holds no
+# transaction (nothing pins an xid, vacuum is not held back).  One query.
+observed=$(admin -d "$DB" -At -F'|' -v t0="$t0" -v key="$KEY2" <<SQL
+SELECT round(EXTRACT(epoch FROM clock_timestamp()) - :t0, 2), coalesce(($CLAIMS_SQL), ''),
+       a.pid, a.state, coalesce(a.xact_start::text, 'NULL'), coalesce(a.backend_xid::text, 'NULL'),
+       coalesce(a.backend_xmin::text, 'NULL')
+  FROM pg_catalog.pg_stat_activity a WHERE a.application_name = 'demo server A';
+SQL
+)
+IFS='|' read -r obs_ts claim_a a_pid a_state a_xact a_xid a_xmin <<<"${observed//' | '/' / '}"
+claim_a=${claim_a//' / '/' | '}
+op "$obs_ts" "SELECT * FROM sandbox_store.claims -> ${claim_a:-(no rows)}"
+op "$obs_ts" "pg_stat_activity of server A (pid $a_pid): state = $a_state, xact_start = $a_xact, backend_xid = $a_xid, backend_xmin = $a_xmin"
+op "$obs_ts" "   => A is frozen with no open transaction: nothing pins an xid"
+
+PGAPPNAME='demo server B' SB_DEMO_B_CREATE_SECS="$B_CREATE_SECS" \
+  app -v t0="$t0" -v key="$KEY2" -v thread="$THREAD2" -v provider="$PROVIDER" -v b_create_secs="$B_CREATE_SECS" \
+      -f "$work/attempt.sql" -f "$work/lease_b.sql" >"$work/B.out" || fail "server B failed: $(cat "$work/B.out")"
+touch "$work/wake-A"   # A's pause is over
+wait "$pidA" || fail "server A failed: $(cat "$work/A.out")"
+bg_pids=()
+transcript "$work/A.out" "$work/B.out" "$work/OP.out"
+claims_after=$(claims_of "$KEY2")
+say "  sandbox_store.claims for the key afterwards: ${claims_after:-(no rows: no live claim)}"
+
+fence_a=$(result A 2); fence_b=$(result B 4); sbx_b=$(result B 7)
+check "server A's action" "$(result A 1)" create
+case $claim_a in
+  "$KEY2 | fence $fence_a | owner_token "*) ;;
+  *) fail "claims view while A's claim was live: '$claim_a'";;
+esac
+check "server A's session state while frozen" "$a_state" idle
+check "server A's transaction while frozen (xact_start|backend_xid|backend_xmin)" "$a_xact|$a_xid|$a_xmin" "NULL|NULL|NULL"
+check "server B's try without waiting" "$(result B 1)" 55P03
+case $(result B 2) in
+  "The key is claimed (fence $fence_a) until "*) ;;
+  *) fail "detail of B's 55P03: '$(result B 2)'";;
+esac
+check "server B's action after A's lease expired" "$(result B 3)" create
+[ "$fence_b" -gt "$fence_a" ] || fail "B's fence $fence_b is not greater than A's $fence_a"
+awk -v r="$(result B 5)" -v u="$(result A 3)" 'BEGIN { exit !(r >= u) }' \
+  || fail "B got the key (epoch $(result B 5)) before A's lease expired (epoch $(result A 3))"
+check "server B's fenced upsert" "$(result B 8)" "$sbx_b"
+check "server B's release" "$(result B 9)" t
+check "server A's fenced upsert after the takeover" "$(result A 5)" SB001
+check "server A's late release" "$(result A 6)" f
+check "live claims on the key at the end" "$claims_after" ""
+r=$(record2)
+say "  record of $KEY2:"
+say "    provider_sandbox_id | latest_run_id | thread_id | provider | updated_at"
+say "    $r"
+check "record's sandbox" "$(awk -F' [|] ' '{ print $1 }' <<<"$r")" "$sbx_b"
+check "record's latest_run_id" "$(awk -F' [|] ' '{ print $2 }' <<<"$r")" run-B
+say "  => A's claim (fence $fence_a) expired while it was frozen; B took over with fence $fence_b and recorded"
+say "     $sbx_b; A's late upsert was refused with SB001 and the record is B's, intact."
+say "  (scene 7 took $(awk -v s="$scene_start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')s)"
+
 heading "Every check passed."
