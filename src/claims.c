@@ -34,6 +34,8 @@
 #include "sandbox_store.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -246,6 +248,16 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	if (taken)
 		read_claim(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, claim);
 	SPI_finish();
+
+	/*
+	 * The fence leaves the server in the result.  nextval WAL-logs ahead but
+	 * does not flush, and a crash before this transaction's commit is flushed
+	 * would bring the sequence back below the fence and hand it out again.
+	 * Make the WAL that covers it durable first, unless a flushed commit
+	 * comes before the result (autocommit with synchronous_commit on).
+	 */
+	if (taken && (IsTransactionBlock() || synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH))
+		XLogFlush(GetXLogInsertRecPtr());
 	return taken;
 }
 
