@@ -5,7 +5,7 @@
 #
 # Both start a throwaway cluster of their own (test/scripts/with-cluster.sh).
 # Single suites, against the cluster in PGHOST/PGPORT:
-#   make regresscheck | isolationcheck | pgtapcheck | stresscheck | tapcheck
+#   make regresscheck | isolationcheck | pgtapcheck | stresscheck | tapcheck | clientcheck
 
 EXTENSION = sandbox_store
 MODULE_big = sandbox_store
@@ -43,7 +43,7 @@ endif
 
 export PG_CONFIG
 
-.PHONY: deps demo test lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck
+.PHONY: deps demo test lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck
 
 deps:
 	test/scripts/install-deps.sh
@@ -73,6 +73,10 @@ stresscheck:
 
 tapcheck:
 	$(prove_installcheck)
+
+# The TypeScript client (clients/typescript): npm ci, tsc, node --test.
+clientcheck:
+	clients/typescript/test/run.sh
 
 # Style and static checks on the C sources (clang-format, cppcheck).
 lint:

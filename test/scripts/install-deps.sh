@@ -21,6 +21,10 @@ for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
   [[ $status == ii* ]] || missing+=("$p")
 done
+# The TypeScript client's tests need Node.js >= 18.17 and npm, from
+# Debian's packages unless the machine already has them (from any source).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"

@@ -11,6 +11,7 @@ suites=(
   "pgtap:make --no-print-directory pgtapcheck"
   "stress:make --no-print-directory stresscheck"
   "tap:make --no-print-directory tapcheck"
+  "client:make --no-print-directory clientcheck"
 )
 
 passed=0 failed=0 failures=()

@@ -1,0 +1,273 @@
+import type { Pool, QueryResultRow } from 'pg';
+
+import { InvalidArgumentError, SandboxStoreError } from './errors.js';
+import { LeaseHold, LockHold, findHold, type BackgroundErrorHandler, type Hold } from './internal/hold.js';
+import {
+  ENSURE_SQL,
+  UPSERT_SQL,
+  msOption,
+  recordFromRow,
+  textArg,
+  type EnsureRow,
+  type RecordRow,
+} from './internal/sql.js';
+import { DEFAULT_LEASE_MS } from './lock-store.js';
+import type { LockMode, SandboxInstanceRecord } from './types.js';
+
+/** What the callbacks of {@link ensureSandbox} get. */
+export interface EnsureContext {
+  /**
+   * Aborted when the key can no longer be guaranteed to be held (or when the
+   * caller's `signal` aborts). Pass it to cancellable provider calls.
+   */
+  signal: AbortSignal;
+  key: string;
+  threadId: string;
+  runId: string;
+}
+
+/** A sandbox that was just created or restored, and the ids to record for it. */
+export interface ProvisionedSandbox<S> {
+  sandbox: S;
+  providerSandboxId: string;
+  /** Snapshot to record (restore: defaults to the snapshot restored from). */
+  latestSnapshotId?: string | undefined;
+}
+
+export interface EnsureSandboxOptions<S> {
+  /** The compound instance key. */
+  key: string;
+  threadId: string;
+  runId: string;
+  /** The provider's name: recorded on create; a record of another provider is recreated. */
+  provider: string;
+  /** A record older than this (by the database clock) is recreated. Unset: never too old. */
+  maxAgeMs?: number | null | undefined;
+  /** How long to wait for a busy key (unset: as `lock_timeout` allows; 0: not at all). */
+  waitMs?: number | null | undefined;
+  /** `'lock'` (default): hold a transaction open; `'lease'`: a renewed claim and fenced writes. */
+  mode?: LockMode | undefined;
+  /** Lease mode: the lease (default 30 000 ms). */
+  leaseMs?: number | undefined;
+  /** Lease mode: renew this often (default `leaseMs / 3`). */
+  renewEveryMs?: number | undefined;
+  /** The caller's cancellation; joins the context's signal. */
+  signal?: AbortSignal | undefined;
+  /** Errors nobody awaits (a failed release, a failed cleanup). */
+  onError?: BackgroundErrorHandler | undefined;
+
+  /** Create a new sandbox. */
+  create: (ctx: EnsureContext) => Promise<ProvisionedSandbox<S>>;
+  /**
+   * Reconnect to the recorded sandbox; `null` (or `undefined`) if it is gone,
+   * which falls back to `restore`, then `create`. A throw fails the ensure.
+   */
+  resume: (record: SandboxInstanceRecord, ctx: EnsureContext) => Promise<S | null | undefined>;
+  /** Restore the record's latest snapshot into a new sandbox; `null` falls back to `create`. */
+  restore?:
+    | ((
+        snapshotId: string,
+        record: SandboxInstanceRecord,
+        ctx: EnsureContext,
+      ) => Promise<ProvisionedSandbox<S> | null | undefined>)
+    | undefined;
+  /**
+   * Destroy a sandbox: the old one of a `recreate` (too old, or of another
+   * provider: look at `record.provider`), and one this call created but could
+   * not record (its claim was lost, its commit failed). Errors of the
+   * latter are reported to `onError`; of the former, they fail the ensure.
+   */
+  destroy?: ((record: SandboxInstanceRecord, ctx: EnsureContext) => Promise<void>) | undefined;
+}
+
+export type EnsureOutcome = 'created' | 'resumed' | 'restored' | 'recreated';
+
+export interface EnsureSandboxResult<S> {
+  /**
+   * `resumed`: the recorded sandbox; `restored`: a new sandbox from its
+   * snapshot; `created`: a new one (no record, or resume and restore gave
+   * nothing); `recreated`: the old one was too old or of another provider
+   * and was destroyed, and a new one created.
+   */
+  outcome: EnsureOutcome;
+  sandbox: S;
+  /** The record as stored now. */
+  record: SandboxInstanceRecord;
+}
+
+/**
+ * The whole resume-or-create algorithm over one `sandbox_ensure`:
+ *
+ * - `resume` -> `resume(record)`; if that gives nothing, `restore` the latest
+ *   snapshot (and record the new sandbox); else `create` and record it.
+ *   (The record is already stamped with `runId` by sandbox_ensure.)
+ * - `create` -> `create()`, then record it.
+ * - `recreate` -> `destroy(old record)`, `create()`, record it.
+ *
+ * Lock mode: all of it in one transaction on a dedicated client, which holds
+ * the key's lock until COMMIT (a throw rolls everything back, the stamp too).
+ * Lease mode: sandbox_ensure claims the key in autocommit, the claim is
+ * renewed while the provider works, the record is written with the claim's
+ * fence (`ClaimLostError`, nothing written, if the key was taken over), and
+ * the claim is released at the end.
+ */
+export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions<S>): Promise<EnsureSandboxResult<S>> {
+  const key = textArg(options.key, 'key');
+  const threadId = textArg(options.threadId, 'threadId');
+  const runId = textArg(options.runId, 'runId');
+  const provider = textArg(options.provider, 'provider');
+  const maxAgeMs = msOption(options.maxAgeMs, 'maxAgeMs');
+  const waitMs = msOption(options.waitMs, 'waitMs');
+  const mode: LockMode = options.mode ?? 'lock';
+  const onError = options.onError ?? (() => undefined);
+  if (mode !== 'lock' && mode !== 'lease') {
+    throw new InvalidArgumentError(`mode must be 'lock' or 'lease'`, { sqlstate: '22023' });
+  }
+  if (typeof options.create !== 'function' || typeof options.resume !== 'function') {
+    throw new InvalidArgumentError('create and resume must be functions', { sqlstate: '22023' });
+  }
+  if (threadId === null) throw new InvalidArgumentError('threadId must not be null', { sqlstate: '22004' });
+  if (provider === null) throw new InvalidArgumentError('provider must not be null', { sqlstate: '22004' });
+  if (key !== null && findHold(pool, key) !== undefined) {
+    throw new SandboxStoreError(
+      `ensureSandbox of sandbox key "${key}" inside a withLock of the same key would wait for itself`,
+    );
+  }
+
+  let hold: Hold;
+  let row: EnsureRow | undefined;
+  if (mode === 'lock') {
+    const values = [key, runId, maxAgeMs, provider, waitMs, null];
+    ({
+      hold,
+      rows: [row],
+    } = await LockHold.acquire<EnsureRow>(pool, key ?? '', ENSURE_SQL, values, onError));
+  } else {
+    const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', true) ?? DEFAULT_LEASE_MS;
+    const renewEveryMs = msOption(options.renewEveryMs ?? leaseMs / 3, 'renewEveryMs', true) ?? leaseMs / 3;
+    const values = [key, runId, maxAgeMs, provider, waitMs, leaseMs];
+    ({
+      hold,
+      rows: [row],
+    } = await LeaseHold.acquire<EnsureRow>(pool, key ?? '', ENSURE_SQL, values, { leaseMs, renewEveryMs }, onError));
+  }
+  if (row === undefined) {
+    await hold.finish(false);
+    throw new SandboxStoreError('sandbox_ensure returned no row');
+  }
+  const decided = row;
+  // Non-null from here: the database accepted them.
+  const base = { key: key as string, threadId, runId: runId as string, provider };
+
+  let provisioned: ProvisionedSandbox<S> | undefined;
+  let result: EnsureSandboxResult<S>;
+  try {
+    result = await hold.run((holdSignal) => {
+      const signal = options.signal !== undefined ? AbortSignal.any([holdSignal, options.signal]) : holdSignal;
+      const ctx: EnsureContext = { signal, key: base.key, threadId: base.threadId, runId: base.runId };
+      return decide(options, decided, hold, ctx, base, (p) => {
+        provisioned = p;
+      });
+    });
+  } catch (error) {
+    // A sandbox this call made but could not record would leak: destroy it.
+    if (provisioned !== undefined && options.destroy !== undefined) {
+      const orphan: SandboxInstanceRecord = {
+        key: base.key,
+        provider: base.provider,
+        providerSandboxId: provisioned.providerSandboxId,
+        threadId: base.threadId,
+        latestRunId: base.runId,
+        updatedAt: Date.now(),
+      };
+      // Not fenced by the (possibly aborted) signal: cleanup must outlive what cancelled the work.
+      const cleanup: EnsureContext = {
+        signal: new AbortController().signal,
+        key: base.key,
+        threadId: base.threadId,
+        runId: base.runId,
+      };
+      const destroy = options.destroy;
+      await Promise.resolve()
+        .then(() => destroy(orphan, cleanup))
+        .catch(onError);
+    }
+    throw error;
+  }
+  return result;
+}
+
+async function decide<S>(
+  options: EnsureSandboxOptions<S>,
+  row: EnsureRow,
+  hold: Hold,
+  ctx: EnsureContext,
+  base: { key: string; threadId: string; runId: string; provider: string },
+  onProvisioned: (p: ProvisionedSandbox<S>) => void,
+): Promise<EnsureSandboxResult<S>> {
+  /** Write the record as the holder (in the transaction, or fenced). */
+  async function record(fields: {
+    provider: string;
+    providerSandboxId: string;
+    latestSnapshotId: string | undefined;
+  }): Promise<SandboxInstanceRecord> {
+    const values = [
+      base.key,
+      fields.provider,
+      fields.providerSandboxId,
+      base.threadId,
+      fields.latestSnapshotId ?? null,
+      base.runId,
+      null, // clock_timestamp(): the time of the write
+      hold.fence,
+    ];
+    const result =
+      hold instanceof LockHold
+        ? await hold.write<RecordRow & QueryResultRow>(UPSERT_SQL, values)
+        : await hold.query<RecordRow & QueryResultRow>(UPSERT_SQL, values);
+    const stored = result.rows[0];
+    if (stored === undefined) throw new SandboxStoreError('sandbox_upsert returned no row');
+    return recordFromRow(stored);
+  }
+
+  async function create(outcome: 'created' | 'recreated'): Promise<EnsureSandboxResult<S>> {
+    ctx.signal.throwIfAborted();
+    const created = await options.create(ctx);
+    onProvisioned(created);
+    const stored = await record({
+      provider: base.provider,
+      providerSandboxId: created.providerSandboxId,
+      latestSnapshotId: created.latestSnapshotId,
+    });
+    return { outcome, sandbox: created.sandbox, record: stored };
+  }
+
+  if (row.action === 'create') return create('created');
+
+  const existing = recordFromRow(row);
+  if (row.action === 'recreate') {
+    ctx.signal.throwIfAborted();
+    if (options.destroy !== undefined) await options.destroy(existing, ctx);
+    return create('recreated');
+  }
+
+  // resume: the record is already stamped with runId and now().
+  ctx.signal.throwIfAborted();
+  const resumed = await options.resume(existing, ctx);
+  if (resumed !== null && resumed !== undefined) return { outcome: 'resumed', sandbox: resumed, record: existing };
+
+  if (existing.latestSnapshotId !== undefined && options.restore !== undefined) {
+    ctx.signal.throwIfAborted();
+    const restored = await options.restore(existing.latestSnapshotId, existing, ctx);
+    if (restored !== null && restored !== undefined) {
+      onProvisioned(restored);
+      const stored = await record({
+        provider: existing.provider,
+        providerSandboxId: restored.providerSandboxId,
+        latestSnapshotId: restored.latestSnapshotId ?? existing.latestSnapshotId,
+      });
+      return { outcome: 'restored', sandbox: restored.sandbox, record: stored };
+    }
+  }
+  return create('created');
+}

@@ -1,0 +1,38 @@
+/**
+ * sandbox-store-client: the sandbox_store PostgreSQL extension as a durable
+ * `SandboxInstanceStore` and a per-key `LockStore` for TanStack AI sandbox
+ * servers, on node-postgres.
+ *
+ * ```ts
+ * const pool = new pg.Pool()
+ * const instances = createInstanceStore(pool)
+ * const locks = createLockStore(pool, { mode: 'lease', lockKey: tanstackSandboxKey })
+ * withSandbox(sandbox, { instances, locks })
+ * ```
+ */
+export type { LockMode, LockStore, SandboxInstanceRecord, SandboxInstanceStore } from './types.js';
+export { createInstanceStore, type PgSandboxInstanceStore } from './instance-store.js';
+export {
+  DEFAULT_LEASE_MS,
+  createLockStore,
+  tanstackSandboxKey,
+  type LockStoreOptions,
+  type PgLockStore,
+} from './lock-store.js';
+export {
+  ensureSandbox,
+  type EnsureContext,
+  type EnsureOutcome,
+  type EnsureSandboxOptions,
+  type EnsureSandboxResult,
+  type ProvisionedSandbox,
+} from './ensure.js';
+export {
+  ClaimLostError,
+  InvalidArgumentError,
+  LockLostError,
+  LockNotAvailableError,
+  SandboxStoreError,
+  type SandboxStoreErrorOptions,
+} from './errors.js';
+export type { BackgroundErrorHandler } from './internal/hold.js';

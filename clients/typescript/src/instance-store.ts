@@ -1,0 +1,88 @@
+import type { Pool, QueryResultRow } from 'pg';
+
+import { InvalidArgumentError } from './errors.js';
+import { findHold, poolQuery } from './internal/hold.js';
+import {
+  DELETE_SQL,
+  GET_SQL,
+  LIST_SQL,
+  UPSERT_SQL,
+  recordFromRow,
+  textArg,
+  timestamptzLiteral,
+  type RecordRow,
+} from './internal/sql.js';
+import type { SandboxInstanceRecord, SandboxInstanceStore } from './types.js';
+
+/** The instance store, plus what this package adds to the contract. */
+export interface PgSandboxInstanceStore extends SandboxInstanceStore {
+  /** The records of a thread, most recently updated first (`sandbox_list`). */
+  list: (threadId: string) => Promise<SandboxInstanceRecord[]>;
+}
+
+/**
+ * A {@link SandboxInstanceStore} over the extension's `sandbox_get`,
+ * `sandbox_upsert` and `sandbox_delete`.
+ *
+ * - `get` of a missing key resolves `null`; absent optional fields are absent
+ *   keys; `updatedAt` comes back as the number that was written.
+ * - `upsert` fully replaces the record (optional fields that are absent,
+ *   `undefined` or `null` clear what was stored).
+ * - `delete` of a missing key resolves `undefined`.  It takes the key's lock,
+ *   so it waits for an ensure or a lock-mode section (or a live claim) on the
+ *   key (as `lock_timeout` allows).
+ *
+ * Inside `withLock` / `ensureSandbox` of a key over the **same pool**, calls
+ * for that key are made as the holder: in lock mode in the section's
+ * transaction (committed with it, refused once the lock was lost), in lease
+ * mode with the claim's fence (`ClaimLostError` once someone took the key over).
+ */
+export function createInstanceStore(pool: Pool): PgSandboxInstanceStore {
+  // As the holder of the key if this async context holds it, else through the pool.
+  function run<R extends QueryResultRow>(key: string | null, text: string, values: readonly unknown[]) {
+    const hold = key === null ? undefined : findHold(pool, key);
+    return hold !== undefined ? hold.query<R>(text, values) : poolQuery<R>(pool, text, values);
+  }
+
+  return {
+    async get(key: string): Promise<SandboxInstanceRecord | null> {
+      const result = await run<RecordRow>(key, GET_SQL, [textArg(key, 'key')]);
+      const row = result.rows[0];
+      return row === undefined ? null : recordFromRow(row);
+    },
+
+    async upsert(record: SandboxInstanceRecord): Promise<void> {
+      if (typeof record !== 'object' || record === null) {
+        throw new InvalidArgumentError('record must be an object', { sqlstate: '22004' });
+      }
+      const key = textArg(record.key, 'key');
+      const hold = key === null ? undefined : findHold(pool, key);
+      const values = [
+        key,
+        textArg(record.provider, 'provider'),
+        textArg(record.providerSandboxId, 'providerSandboxId'),
+        textArg(record.threadId, 'threadId'),
+        textArg(record.latestSnapshotId, 'latestSnapshotId'),
+        textArg(record.latestRunId, 'latestRunId'),
+        record.updatedAt === undefined || record.updatedAt === null
+          ? null
+          : timestamptzLiteral(record.updatedAt, 'updatedAt'),
+        hold?.fence ?? null,
+      ];
+      if (values[6] === null) {
+        throw new InvalidArgumentError('updatedAt must not be null', { sqlstate: '22004' });
+      }
+      await run(key, UPSERT_SQL, values);
+    },
+
+    async delete(key: string): Promise<void> {
+      const hold = findHold(pool, key);
+      await run(key, DELETE_SQL, [textArg(key, 'key'), hold?.fence ?? null]);
+    },
+
+    async list(threadId: string): Promise<SandboxInstanceRecord[]> {
+      const result = await poolQuery<RecordRow>(pool, LIST_SQL, [textArg(threadId, 'threadId')]);
+      return result.rows.map(recordFromRow);
+    },
+  };
+}

@@ -1,0 +1,166 @@
+/**
+ * SQL text and value conversions shared by the stores.
+ *
+ * Every function is schema-qualified and called with named arguments (the
+ * extension's public contract); operators are spelled OPERATOR(pg_catalog.x)
+ * so the session's search_path cannot redirect them.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import type { SandboxInstanceRecord } from '../types.js';
+
+/** `$n` (milliseconds, float8 or NULL) as an interval, NULL staying NULL. */
+export function msInterval(param: string): string {
+  return `(${param}::pg_catalog.float8 OPERATOR(pg_catalog.*) '1 millisecond'::pg_catalog.interval)`;
+}
+
+/**
+ * The record columns of `sandbox_store.instances` (or of sandbox_ensure's
+ * row), with updated_at as exact epoch milliseconds in text: extract() is
+ * numeric, so nothing is lost ("1767323045678.000000").
+ */
+export function recordColumns(alias: string): string {
+  return (
+    `${alias}.key, ${alias}.provider, ${alias}.provider_sandbox_id, ${alias}.latest_snapshot_id,` +
+    ` ${alias}.thread_id, ${alias}.latest_run_id,` +
+    ` (EXTRACT(epoch FROM ${alias}.updated_at) OPERATOR(pg_catalog.*) 1000)::pg_catalog.text AS updated_at_ms`
+  );
+}
+
+/** A row as selected by {@link recordColumns}. */
+export interface RecordRow {
+  key: string | null;
+  provider: string | null;
+  provider_sandbox_id: string | null;
+  latest_snapshot_id: string | null;
+  thread_id: string | null;
+  latest_run_id: string | null;
+  updated_at_ms: string | null;
+}
+
+/** The record of a row; NULL optional columns become absent keys. */
+export function recordFromRow(row: RecordRow): SandboxInstanceRecord {
+  if (
+    row.key === null ||
+    row.provider === null ||
+    row.provider_sandbox_id === null ||
+    row.thread_id === null ||
+    row.updated_at_ms === null
+  ) {
+    throw new Error('sandbox_store returned a record with a NULL required column');
+  }
+  // Absent, not null: optional keys exist only when the column has a value (in the interface's key order).
+  return {
+    key: row.key,
+    provider: row.provider,
+    providerSandboxId: row.provider_sandbox_id,
+    ...(row.latest_snapshot_id !== null ? { latestSnapshotId: row.latest_snapshot_id } : {}),
+    threadId: row.thread_id,
+    ...(row.latest_run_id !== null ? { latestRunId: row.latest_run_id } : {}),
+    updatedAt: Number(row.updated_at_ms),
+  };
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, '0');
+}
+
+/**
+ * Epoch milliseconds as a timestamptz literal in UTC that PostgreSQL parses
+ * exactly: "2026-01-02 03:04:05.678000+00" (years before 1 AD as "... BC",
+ * years past 9999 with more digits).  Integral milliseconds round-trip
+ * exactly; a fractional part is kept to the microsecond, PostgreSQL's
+ * resolution.  No float arithmetic on the server side.
+ */
+export function timestamptzLiteral(ms: number, name = 'updatedAt'): string {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) {
+    throw new InvalidArgumentError(`${name} must be a finite number of epoch milliseconds`, {
+      sqlstate: '22023',
+    });
+  }
+  let whole = Math.floor(ms);
+  let micros = Math.round((ms - whole) * 1000);
+  if (micros === 1000) {
+    whole += 1;
+    micros = 0;
+  }
+  const date = new Date(whole);
+  if (Number.isNaN(date.getTime())) {
+    throw new InvalidArgumentError(`${name} is out of range`, { sqlstate: '22008' });
+  }
+  const year = date.getUTCFullYear();
+  const bc = year <= 0;
+  return (
+    `${pad(bc ? 1 - year : year, 4)}-${pad(date.getUTCMonth() + 1, 2)}-${pad(date.getUTCDate(), 2)}` +
+    ` ${pad(date.getUTCHours(), 2)}:${pad(date.getUTCMinutes(), 2)}:${pad(date.getUTCSeconds(), 2)}` +
+    `.${pad(date.getUTCMilliseconds(), 3)}${pad(micros, 3)}+00${bc ? ' BC' : ''}`
+  );
+}
+
+/** Milliseconds option: undefined/null stays NULL; otherwise a finite number >= 0 (or > 0). */
+export function msOption(value: number | null | undefined, name: string, positive = false): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (positive && value === 0)) {
+    throw new InvalidArgumentError(
+      `${name} must be a ${positive ? 'positive' : 'non-negative'} finite number of milliseconds`,
+      { sqlstate: '22023' },
+    );
+  }
+  return value;
+}
+
+/** A required text field: a string (the server checks emptiness and length), or NULL for the server to refuse. */
+export function textArg(value: unknown, name: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') {
+    throw new InvalidArgumentError(`${name} must be a string`, { sqlstate: '22023' });
+  }
+  return value;
+}
+
+/** sandbox_get */
+export const GET_SQL = `SELECT ${recordColumns('r')} FROM sandbox_store.sandbox_get(key => $1) AS r`;
+
+/** sandbox_list, most recently updated first. */
+export const LIST_SQL =
+  `SELECT ${recordColumns('r')} FROM sandbox_store.sandbox_list(thread_id => $1) AS r` +
+  ' ORDER BY r.updated_at DESC, r.key';
+
+/**
+ * sandbox_upsert, full replace; $7 is a timestamptz literal (or NULL for
+ * clock_timestamp()), $8 the fence (NULL: unfenced).
+ */
+export const UPSERT_SQL =
+  `SELECT ${recordColumns('r')} FROM sandbox_store.sandbox_upsert(` +
+  `key => $1, provider => $2, provider_sandbox_id => $3, thread_id => $4,` +
+  ` latest_snapshot_id => $5, latest_run_id => $6,` +
+  ` updated_at => COALESCE($7::pg_catalog.timestamptz, pg_catalog.clock_timestamp()),` +
+  ` fence => $8::pg_catalog.int8) AS r`;
+
+/** sandbox_delete; $2 the fence (NULL: unfenced, waits for the key). */
+export const DELETE_SQL = `SELECT sandbox_store.sandbox_delete(key => $1, fence => $2::pg_catalog.int8) AS deleted`;
+
+/** sandbox_ensure; $1 key, $2 run_id, $3 max_age ms, $4 provider, $5 wait ms, $6 lease ms. */
+export const ENSURE_SQL =
+  `SELECT e.action, ${recordColumns('e')}, e.fence::pg_catalog.text AS fence,` +
+  ` e.owner_token::pg_catalog.text AS owner_token` +
+  ` FROM sandbox_store.sandbox_ensure(key => $1, run_id => $2, max_age => ${msInterval('$3')},` +
+  ` provider => $4, wait => ${msInterval('$5')}, lease => ${msInterval('$6')}) AS e`;
+
+/** A row of {@link ENSURE_SQL}. */
+export interface EnsureRow extends RecordRow {
+  action: 'create' | 'resume' | 'recreate';
+  fence: string | null;
+  owner_token: string | null;
+}
+
+/** sandbox_lock; $1 key, $2 wait ms. */
+export const LOCK_SQL = `SELECT sandbox_store.sandbox_lock(key => $1, wait => ${msInterval('$2')})`;
+
+/** sandbox_renew; $1 key, $2 owner token, $3 lease ms. */
+export const RENEW_SQL =
+  `SELECT sandbox_store.sandbox_renew(key => $1, owner_token => $2::pg_catalog.uuid, lease => ${msInterval('$3')})` +
+  ` AS lease_expires_at`;
+
+/** sandbox_release; $1 key, $2 owner token. */
+export const RELEASE_SQL =
+  'SELECT sandbox_store.sandbox_release(key => $1, owner_token => $2::pg_catalog.uuid) AS released';
