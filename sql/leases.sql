@@ -439,3 +439,22 @@ SELECT sandbox_store.sandbox_lock('huge-wait', wait => '1000000 years');
 ROLLBACK;
 SELECT count(*) AS reaped FROM sandbox_store.sandbox_reap('200000 years');
 SELECT sandbox_store.sandbox_delete('huge');
+
+-- sandbox_claim: a claim and nothing else (lease mode's lock for any
+-- critical section).  It writes no record, and excludes like any claim.
+SELECT key FROM sandbox_store.sandbox_upsert('cl', 'p', 'sbx-cl', 't', latest_run_id => 'run-0');
+SELECT fence AS cl_fence, owner_token AS cl_token, lease_expires_at > clock_timestamp() AS live
+  FROM sandbox_store.sandbox_claim('cl', lease => '1 minute') \gset
+SELECT :'live' AS live, latest_run_id AS record_untouched FROM sandbox_store.sandbox_get('cl');
+SELECT fence = :cl_fence AS same_fence, owner_token = :'cl_token' AS same_token
+  FROM sandbox_store.claims WHERE key = 'cl';
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', '1 minute', wait => '0')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('cl', 'r', wait => '0')$$);
+SELECT key FROM sandbox_store.sandbox_upsert('cl', 'p', 'sbx-cl2', 't', fence => :cl_fence);
+SELECT sandbox_store.sandbox_release('cl', :'cl_token') AS released;
+SELECT fence > :cl_fence AS higher_fence FROM sandbox_store.sandbox_claim('cl', '1 second', wait => '0');
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim(NULL, '1 minute')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', NULL)$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', '0')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('', '1 minute')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', '1 minute', wait => '-1 s')$$);

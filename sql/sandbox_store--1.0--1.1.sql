@@ -90,6 +90,20 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION sandbox_store.sandbox_delete(pg_catalog.text, pg_catalog.int8) IS
 'Delete the record of key under the key''s lock (waits for an ensure or a claim in flight). With fence: the claim holder''s delete, refused (SB001) if the key has been claimed with a newer fence. True if a record was removed, false if there was none.';
 
+CREATE FUNCTION sandbox_store.sandbox_claim(
+    key pg_catalog.text,
+    lease pg_catalog.interval,
+    wait pg_catalog.interval DEFAULT NULL)
+RETURNS TABLE (
+    fence pg_catalog.int8,
+    owner_token pg_catalog.uuid,
+    lease_expires_at pg_catalog.timestamptz)
+AS 'MODULE_PATHNAME', 'sandbox_claim'
+LANGUAGE C VOLATILE ROWS 1;
+
+COMMENT ON FUNCTION sandbox_store.sandbox_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
+'Take a claim on key for lease, and nothing else (lease mode''s lock for any critical section): waits for the key like sandbox_ensure (wait; 55P03 if not obtained) and returns fence, owner_token and lease_expires_at.';
+
 CREATE FUNCTION sandbox_store.sandbox_renew(
     key pg_catalog.text,
     owner_token pg_catalog.uuid,
@@ -133,6 +147,7 @@ REVOKE ALL ON FUNCTION
     sandbox_store.sandbox_ensure(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval),
     sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8),
     sandbox_store.sandbox_delete(pg_catalog.text, pg_catalog.int8),
+    sandbox_store.sandbox_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.interval),
     sandbox_store.sandbox_renew(pg_catalog.text, pg_catalog.uuid, pg_catalog.interval),
     sandbox_store.sandbox_release(pg_catalog.text, pg_catalog.uuid),
     sandbox_store.sandbox_reap(pg_catalog.interval, pg_catalog.int4),
@@ -153,6 +168,7 @@ DECLARE
     carry pg_catalog.text[] := ARRAY[
         'sandbox_store.sandbox_ensure(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval)',
         'FUNCTION sandbox_store.sandbox_ensure(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval), '
+        'sandbox_store.sandbox_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.interval), '
         'sandbox_store.sandbox_renew(pg_catalog.text, pg_catalog.uuid, pg_catalog.interval), '
         'sandbox_store.sandbox_release(pg_catalog.text, pg_catalog.uuid), '
         'sandbox_store.sandbox_reap(pg_catalog.interval, pg_catalog.int4), '

@@ -39,12 +39,14 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+PG_FUNCTION_INFO_V1(sandbox_claim);
 PG_FUNCTION_INFO_V1(sandbox_renew);
 PG_FUNCTION_INFO_V1(sandbox_release);
 
@@ -209,26 +211,42 @@ sb_key_free(const text *key, SbClaim *claim)
 }
 
 /*
- * Take the key's lock, then wait (as wait allows) until no live claim holds
- * the key.  Returns with the advisory lock held and the key free.
+ * Take the key's lock and run attempt(key, arg, blocker) under it.  When the
+ * attempt finds a live claim (returns false, the claim in *blocker), let go
+ * of the lock, sleep on the latch until the claim may have ended, and try
+ * again, as wait allows (55P03 once it is over).  Returns with the lock
+ * held and the attempt done.  Every caller that waits for claims waits here.
  */
 void
-sb_acquire_key(const text *key, const SbWait *wait)
+sb_hold_key(const text *key, const SbWait *wait, SbAttempt attempt, void *arg)
 {
 	int delay_ms = 1;
 
 	for (;;)
 	{
-		SbClaim claim;
+		SbClaim blocker;
 
 		sb_lock_key(key, wait);
-		if (!sb_claims_enabled() || sb_key_free(key, &claim))
+		if (attempt(key, arg, &blocker))
 			return;
 		sb_unlock_key(key);
 		if (wait->bounded && GetCurrentTimestamp() >= wait->deadline)
-			sb_report_not_obtained(key, wait, &claim);
-		sb_sleep_until(wait, &delay_ms, claim.lease_expires_at);
+			sb_report_not_obtained(key, wait, &blocker);
+		sb_sleep_until(wait, &delay_ms, blocker.lease_expires_at);
 	}
+}
+
+static bool
+attempt_free(const text *key, void *arg, SbClaim *blocker)
+{
+	return !sb_claims_enabled() || sb_key_free(key, blocker);
+}
+
+/* Take the key's lock, once no live claim holds the key (see sb_hold_key). */
+void
+sb_acquire_key(const text *key, const SbWait *wait)
+{
+	sb_hold_key(key, wait, attempt_free, NULL);
 }
 
 /*
@@ -305,6 +323,52 @@ report_claim_lost(const text *key)
 		 errdetail(
 			 "The owner token does not hold the key's claim: it was released, or its lease expired and the key was taken over."),
 		 errhint("Nothing was changed. Take a new claim with sandbox_ensure.")));
+}
+
+typedef struct ClaimAttempt
+{
+	const Interval *lease;
+	SbClaim *claim;
+} ClaimAttempt;
+
+static bool
+attempt_claim(const text *key, void *arg, SbClaim *blocker)
+{
+	ClaimAttempt *a = (ClaimAttempt *) arg;
+
+	return sb_claim_state(key, blocker) != CLAIM_LIVE && sb_take_claim(key, a->lease, a->claim);
+}
+
+/*
+ * sandbox_claim(key, lease, wait DEFAULT NULL)
+ *	  RETURNS TABLE(fence, owner_token, lease_expires_at)
+ *
+ * A claim on the key and nothing else: lease mode's lock for any critical
+ * section (a LockStore.withLock), without sandbox_ensure's decision about a
+ * record.  Waits like sandbox_ensure for the key's lock and for a live
+ * claim.  Returns exactly one row.
+ */
+Datum
+sandbox_claim(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	Interval *lease = sb_positive_interval(fcinfo, 1, "lease", true);
+	SbWait wait = sb_wait_from(sb_optional_interval(fcinfo, 2, "wait"));
+	TupleDesc desc;
+	Datum values[3];
+	bool nulls[3] = {false, false, false};
+	SbClaim claim;
+	ClaimAttempt a = {lease, &claim};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE || desc->natts != 3)
+		elog(ERROR, "sandbox_claim must return 3 columns");
+
+	sb_hold_key(key, &wait, attempt_claim, &a);
+
+	values[0] = Int64GetDatum(claim.fence);
+	values[1] = UUIDPGetDatum(&claim.owner_token);
+	values[2] = TimestampTzGetDatum(claim.lease_expires_at);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
 
 /*

@@ -112,30 +112,38 @@ lookup:
 	return "create";
 }
 
+/* The outcome of ensure_attempt, kept across attempts. */
+typedef struct EnsureResult
+{
+	const EnsureArgs *args;
+	const char *action;
+	SbRecord rec;
+	SbClaim claim;
+	bool claimed;
+} EnsureResult;
+
+static bool
+attempt(const text *key, void *arg, SbClaim *blocker)
+{
+	EnsureResult *r = (EnsureResult *) arg;
+
+	SPI_connect();
+	r->action = ensure_attempt(r->args, &r->rec, &r->claim, &r->claimed, blocker);
+	SPI_finish();
+	return r->action != NULL;
+}
+
 static HeapTuple
 ensure_decide(TupleDesc desc, const EnsureArgs *a)
 {
-	SbRecord rec;
-	SbClaim claim;
-	SbClaim blocker;
-	bool claimed = false;
+	EnsureResult r = {.args = a, .claimed = false};
 	const char *action;
-	int delay_ms = 1;
+	bool claimed;
 
-	for (;;)
-	{
-		sb_lock_key(a->key, &a->wait);
-		SPI_connect();
-		action = ensure_attempt(a, &rec, &claim, &claimed, &blocker);
-		SPI_finish();
-		if (action != NULL)
-			break;
-		/* A live claim holds the key: let go of the lock and wait for it. */
-		sb_unlock_key(a->key);
-		if (a->wait.bounded && GetCurrentTimestamp() >= a->wait.deadline)
-			sb_report_not_obtained(a->key, &a->wait, &blocker);
-		sb_sleep_until(&a->wait, &delay_ms, blocker.lease_expires_at);
-	}
+	/* Under the key's lock; a live claim makes it wait (sb_hold_key). */
+	sb_hold_key(a->key, &a->wait, attempt, &r);
+	action = r.action;
+	claimed = r.claimed;
 
 	if (!claimed && strcmp(action, "resume") != 0 && !IsTransactionBlock())
 		ereport(
@@ -146,8 +154,8 @@ ensure_decide(TupleDesc desc, const EnsureArgs *a)
 			 errhint(
 				 "Call sandbox_ensure after BEGIN and upsert the new record before COMMIT, or pass a lease.")));
 
-	return ensure_row(desc, action, strcmp(action, "create") == 0 ? NULL : &rec,
-					  claimed ? &claim : NULL);
+	return ensure_row(desc, action, strcmp(action, "create") == 0 ? NULL : &r.rec,
+					  claimed ? &r.claim : NULL);
 }
 
 /*

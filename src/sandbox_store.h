@@ -128,6 +128,8 @@ extern bool sb_claims_enabled(void);
 extern SbClaimState sb_claim_state(const text *key, SbClaim *claim);
 extern bool sb_retire_claim(const text *key);
 extern bool sb_key_free(const text *key, SbClaim *claim);
+typedef bool (*SbAttempt)(const text *key, void *arg, SbClaim *blocker);
+extern void sb_hold_key(const text *key, const SbWait *wait, SbAttempt attempt, void *arg);
 extern void sb_acquire_key(const text *key, const SbWait *wait);
 extern bool sb_take_claim(const text *key, const Interval *lease, SbClaim *claim);
 extern void sb_check_fence(const text *key, int64 fence);

@@ -1,12 +1,12 @@
 -- The SQL interface of SPEC.md at version 1.1: the managed table
 -- sandbox_store.instances, the lease-mode objects (table leases, sequence
--- fence_seq, view claims) and the twelve functions, with their exact argument
+-- fence_seq, view claims) and the thirteen functions, with their exact argument
 -- types, argument names (callers use named arguments, so names are contract)
 -- and return types.
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(84);
+SELECT plan(87);
 
 -- The table ---------------------------------------------------------------
 
@@ -90,8 +90,8 @@ SELECT col_type_is('sandbox_store', 'claims', 'lease_expires_at', 'timestamp wit
 SELECT functions_are('sandbox_store',
     ARRAY['sandbox_upsert', 'sandbox_get', 'sandbox_delete', 'sandbox_list', 'sandbox_ensure',
           'sandbox_lock', 'sandbox_try_lock', 'sandbox_lock_id', 'sandbox_renew',
-          'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder'],
-    'schema sandbox_store has exactly the twelve functions of 1.1');
+          'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim'],
+    'schema sandbox_store has exactly the thirteen functions of 1.1');
 
 SELECT has_function('sandbox_store', 'sandbox_upsert',
     ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone', 'bigint'],
@@ -109,6 +109,7 @@ SELECT has_function('sandbox_store', 'sandbox_renew',    ARRAY['text', 'uuid', '
 SELECT has_function('sandbox_store', 'sandbox_release',  ARRAY['text', 'uuid'], 'sandbox_release(text, uuid) exists');
 SELECT has_function('sandbox_store', 'sandbox_reap',     ARRAY['interval', 'integer'], 'sandbox_reap(interval, integer) exists');
 SELECT has_function('sandbox_store', 'sandbox_lock_holder', ARRAY['text'], 'sandbox_lock_holder(text) exists');
+SELECT has_function('sandbox_store', 'sandbox_claim', ARRAY['text', 'interval', 'interval'], 'sandbox_claim(text, interval, interval) exists');
 
 -- The 1.0 signatures are replaced, not overloaded (a call by name has one target).
 SELECT hasnt_function('sandbox_store', 'sandbox_upsert',
@@ -148,6 +149,8 @@ SELECT function_returns('sandbox_store', 'sandbox_reap', ARRAY['interval', 'inte
     'setof sandbox_store.instances', 'sandbox_reap returns SETOF sandbox_store.instances');
 SELECT function_returns('sandbox_store', 'sandbox_lock_holder', ARRAY['text'],
     'integer', 'sandbox_lock_holder returns integer (a pid)');
+SELECT function_returns('sandbox_store', 'sandbox_claim', ARRAY['text', 'interval', 'interval'],
+    'setof record', 'sandbox_claim returns a table (SETOF record)');
 
 SELECT is(
     pg_catalog.pg_get_function_result(
@@ -210,13 +213,16 @@ SELECT is(
 SELECT is(
     pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_lock_holder(text)'::regprocedure),
     'key text', 'sandbox_lock_holder argument: key');
+SELECT is(
+    pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_claim(text, interval, interval)'::regprocedure),
+    'key text, lease interval, wait interval DEFAULT NULL::interval', 'sandbox_claim arguments: key, lease, wait DEFAULT NULL');
 
 -- Volatility: everything that writes or reads the newest state is VOLATILE.
 SELECT is_empty(
     $$ SELECT p.proname FROM pg_catalog.pg_proc p
         WHERE p.pronamespace = 'sandbox_store'::regnamespace
           AND p.proname IN ('sandbox_ensure', 'sandbox_upsert', 'sandbox_delete', 'sandbox_renew',
-                            'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder')
+                            'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim')
           AND p.provolatile <> 'v' $$,
     'the functions that write, claim or look at locks are VOLATILE'
 );

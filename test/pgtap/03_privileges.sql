@@ -12,7 +12,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(115);
+SELECT plan(120);
 
 CREATE ROLE sbtap_app NOLOGIN;
 CREATE ROLE sbtap_usage_only NOLOGIN;
@@ -21,7 +21,7 @@ GRANT USAGE ON SCHEMA sandbox_store TO sbtap_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO sbtap_app;
 GRANT USAGE ON SCHEMA sandbox_store TO sbtap_usage_only;
 
--- The twelve functions, with their argument types, and one call of each.
+-- The thirteen functions, with their argument types, and one call of each.
 CREATE TEMP TABLE fns (n int, name name, args name[], call text) ON COMMIT DROP;
 INSERT INTO fns VALUES
     (1, 'sandbox_upsert',
@@ -48,10 +48,12 @@ INSERT INTO fns VALUES
     (11, 'sandbox_reap',    ARRAY['interval', 'integer'],
         $$SELECT * FROM sandbox_store.sandbox_reap('1 day')$$),
     (12, 'sandbox_lock_holder', ARRAY['text'],
-        $$SELECT sandbox_store.sandbox_lock_holder('priv/x')$$);
+        $$SELECT sandbox_store.sandbox_lock_holder('priv/x')$$),
+    (13, 'sandbox_claim', ARRAY['text', 'interval', 'interval'],
+        $$SELECT * FROM sandbox_store.sandbox_claim('priv/claim', '1 second', wait => '0')$$);
 GRANT SELECT ON fns TO PUBLIC;
 
--- Catalog privileges (36 + 3 + 3 + 3 + 3 + 3 + 3 tests) --------------------
+-- Catalog privileges (39 + 3 + 3 + 3 + 3 + 3 + 3 tests) --------------------
 
 SELECT function_privs_are('sandbox_store', f.name, f.args, r.role, r.privs)
   FROM fns AS f
