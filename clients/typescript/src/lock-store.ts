@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 
 import { InvalidArgumentError } from './errors.js';
 import { LeaseHold, LockHold, findHold, type BackgroundErrorHandler, type Hold } from './internal/hold.js';
-import { ENSURE_SQL, LOCK_SQL, msOption } from './internal/sql.js';
+import { CLAIM_SQL, LOCK_SQL, msOption } from './internal/sql.js';
 import type { LockMode, LockStore } from './types.js';
 
 /** Default lease of lease mode: 30 s, renewed every 10 s. */
@@ -52,9 +51,6 @@ export function tanstackSandboxKey(key: string): string {
   return key.startsWith('sandbox:') ? key.slice('sandbox:'.length) : key;
 }
 
-/** The run_id a lease-mode `withLock` passes to sandbox_ensure (never stamped: see below). */
-const LOCK_RUN_ID = 'sandbox_store:withLock';
-
 /**
  * A {@link LockStore} over the extension's per-key lock.
  *
@@ -71,13 +67,10 @@ const LOCK_RUN_ID = 'sandbox_store:withLock';
  * `withLock` then rejects with it even if `fn` resolved (the section's
  * transaction did not commit).
  *
- * Lease mode: the key is claimed with
- * `sandbox_ensure(key, run_id, provider => <random>, wait, lease)` in
- * autocommit, renewed every `renewEveryMs` with `sandbox_renew` and released
- * with `sandbox_release`.  The random provider makes sandbox_ensure answer
- * `create` or `recreate`, which never write the key's record, so a generic
- * lock never stamps a record that happens to share its key (a `resume`
- * would).  A renewal that fails (`ClaimLostError` when the claim was released
+ * Lease mode: the key is claimed with `sandbox_claim(key, lease, wait)` in
+ * autocommit (a claim and nothing else: no record is read or stamped),
+ * renewed every `renewEveryMs` with `sandbox_renew` and released with
+ * `sandbox_release`.  A renewal that fails (`ClaimLostError` when the claim was released
  * or taken over, `LockLostError` otherwise) or a lease that runs out before a
  * renewal came back aborts `signal`; `withLock` still returns what `fn`
  * returns (nothing was left to commit; writes of the instance store were
@@ -98,8 +91,8 @@ export function createLockStore(pool: Pool, options: LockStoreOptions = {}): PgL
     if (mode === 'lock') {
       return (await LockHold.acquire(pool, key, LOCK_SQL, [key, waitMs], onError)).hold;
     }
-    const values = [key, LOCK_RUN_ID, null, `sandbox_store:withLock:${randomUUID()}`, waitMs, leaseMs];
-    return (await LeaseHold.acquire(pool, key, ENSURE_SQL, values, { leaseMs, renewEveryMs }, onError)).hold;
+    const values = [key, leaseMs, waitMs];
+    return (await LeaseHold.acquire(pool, key, CLAIM_SQL, values, { leaseMs, renewEveryMs }, onError)).hold;
   }
 
   return {

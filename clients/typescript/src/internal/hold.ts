@@ -288,8 +288,9 @@ export class LeaseHold extends Hold {
   }
 
   /**
-   * Claim the key with `text` (an autocommit sandbox_ensure with a lease,
-   * whose row has `fence` and `owner_token`), and start renewing.
+   * Claim the key with `text` (an autocommit sandbox_claim, or
+   * sandbox_ensure with a lease, whose row has `fence` and `owner_token`),
+   * and start renewing.
    */
   static async acquire<R extends QueryResultRow & { fence: string | null; owner_token: string | null }>(
     pool: Pool,
@@ -304,7 +305,7 @@ export class LeaseHold extends Hold {
     const row = result.rows[0];
     if (row === undefined || row.fence === null || row.owner_token === null) {
       throw new SandboxStoreError(
-        `sandbox_ensure returned no claim for sandbox key "${key}" (is the extension at 1.1?)`,
+        `no claim was returned for sandbox key "${key}" (is the extension at 1.1?)`,
       );
     }
     const hold = new LeaseHold(pool, key, row.fence, row.owner_token, timing, sentAt, onError);

@@ -153,6 +153,11 @@ export interface EnsureRow extends RecordRow {
   owner_token: string | null;
 }
 
+/** sandbox_claim; $1 key, $2 lease ms, $3 wait ms. */
+export const CLAIM_SQL =
+  `SELECT c.fence::pg_catalog.text AS fence, c.owner_token::pg_catalog.text AS owner_token` +
+  ` FROM sandbox_store.sandbox_claim(key => $1, lease => ${msInterval('$2')}, wait => ${msInterval('$3')}) AS c`;
+
 /** sandbox_lock; $1 key, $2 wait ms. */
 export const LOCK_SQL = `SELECT sandbox_store.sandbox_lock(key => $1, wait => ${msInterval('$2')})`;
 
