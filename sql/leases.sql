@@ -458,3 +458,8 @@ SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', NULL)$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', '0')$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('', '1 minute')$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', '1 minute', wait => '-1 s')$$);
+-- A lease past the latest timestamp is a bad value, named.
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('cl', 'r', lease => '1000000 years')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', '2147483647 days')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_renew('cl', gen_random_uuid(), '300000 years')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('cl', '100 years', wait => '0')$$) LIKE '55P03%' AS a_long_lease_is_fine;

@@ -35,7 +35,9 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "access/relation.h"
 #include "access/xlog.h"
+#include "storage/bufmgr.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -250,6 +252,31 @@ sb_acquire_key(const text *key, const SbWait *wait)
 }
 
 /*
+ * Make the WAL record that covers every fence handed out so far durable.
+ * nextval WAL-logs the sequence ahead of the values it returns and stamps
+ * the sequence page with that record's end, so flushing up to the page LSN
+ * is exactly enough (whichever backend logged it).
+ */
+static void
+flush_fences(void)
+{
+	Oid seq = get_relname_relid("fence_seq", get_namespace_oid("sandbox_store", false));
+	Relation rel;
+	Buffer buf;
+	XLogRecPtr lsn;
+
+	if (!OidIsValid(seq))
+		elog(ERROR, "sequence sandbox_store.fence_seq does not exist");
+	rel = relation_open(seq, AccessShareLock);
+	buf = ReadBuffer(rel, 0);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	lsn = PageGetLSN(BufferGetPage(buf));
+	UnlockReleaseBuffer(buf);
+	relation_close(rel, AccessShareLock);
+	XLogFlush(lsn);
+}
+
+/*
  * With the key's advisory lock held: take the key's claim for lease.  False
  * if a live claim holds it.
  */
@@ -275,7 +302,7 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	 * comes before the result (autocommit with synchronous_commit on).
 	 */
 	if (taken && (IsTransactionBlock() || synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH))
-		XLogFlush(GetXLogInsertRecPtr());
+		flush_fences();
 	return taken;
 }
 

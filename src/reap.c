@@ -8,8 +8,11 @@
  * A reaper never waits.  Candidate rows are read oldest first with FOR
  * UPDATE SKIP LOCKED, so two reapers never return the same record; a key
  * whose lock another transaction holds, or that a live claim holds, is
- * skipped.  A reaped key's lock is held until the reaper's transaction ends,
- * so an ensure of it waits for the reaper and then answers create.
+ * skipped.  Each key's lock is let go as soon as its record is deleted (one
+ * lock at a time, however many rows are reaped): the deleted row itself
+ * stays locked until the reaper commits, so an ensure of the key that gets
+ * in meanwhile waits on the row and then answers create (or resume, if the
+ * reaper rolls back).
  *
  *-------------------------------------------------------------------------
  */
@@ -115,6 +118,8 @@ sandbox_reap(PG_FUNCTION_ARGS)
 				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 				reaped++;
 			}
+			/* The deleted row stays locked until commit; the key's lock need not. */
+			sb_unlock_key(key);
 		}
 		SPI_freetuptable(batch);
 	}

@@ -267,6 +267,21 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 	}
 
 	SPI_connect();
+	/*
+	 * Under REPEATABLE READ or SERIALIZABLE, a record deleted or replaced
+	 * after this transaction's snapshot would still be visible to it next to
+	 * the new one: refuse (40001) unless the snapshot shows the newest state.
+	 */
+	if (IsolationUsesXactSnapshot())
+	{
+		Datum key = args[Anum_instances_key - 1];
+		ItemPointerData ctid;
+		bool visible = sb_spi_execute(&lookup_stmt, &key, NULL, false, InvalidSnapshot) > 0;
+
+		if (visible)
+			ctid = lookup_ctid();
+		check_snapshot_current(key, visible ? &ctid : NULL);
+	}
 	if (sb_spi_execute(&upsert_stmt, args, nulls, false, InvalidSnapshot) != 1)
 		elog(ERROR, "upsert of a sandbox record returned no row");
 	read_record(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, &rec);

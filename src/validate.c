@@ -122,6 +122,13 @@ sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bo
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be positive", argname),
 			 errdetail("The value given is %s.", DatumGetCString(DirectFunctionCall1(
 													 interval_out, IntervalPGetDatum(value))))));
+	/* now + value must stay a timestamp (an upper bound of the span: 31-day months). */
+	if (Abs((double) value->month) * 31 * USECS_PER_DAY + Abs((double) value->day) * USECS_PER_DAY +
+			Abs((double) value->time) >=
+		(double) END_TIMESTAMP - (double) GetCurrentTimestamp())
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s is too long", argname),
+						errdetail("now() + %s would be past the latest timestamp PostgreSQL has.",
+								  argname)));
 	return value;
 }
 
