@@ -6,6 +6,7 @@
 # Both start a throwaway cluster of their own (test/scripts/with-cluster.sh).
 # Single suites, against the cluster in PGHOST/PGPORT:
 #   make regresscheck | isolationcheck | pgtapcheck | stresscheck | tapcheck | clientcheck
+#   | growthcheck; make memcheck starts a private ASan server of its own
 
 EXTENSION = sandbox_store
 MODULE_big = sandbox_store
@@ -43,7 +44,8 @@ endif
 
 export PG_CONFIG
 
-.PHONY: deps demo test lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck
+.PHONY: deps demo test lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
+	memcheck growthcheck
 
 deps:
 	test/scripts/install-deps.sh
@@ -73,6 +75,15 @@ stresscheck:
 
 tapcheck:
 	$(prove_installcheck)
+
+# AddressSanitizer + UBSan build on a private server: regress, isolation,
+# fuzz and growth with zero reports (test/memory/run.sh).
+memcheck:
+	test/memory/run.sh
+
+# 1,000,000 calls in one backend: no memory growth (test/memory/growth.sh).
+growthcheck:
+	test/memory/growth.sh
 
 # The TypeScript client (clients/typescript): npm ci, tsc, node --test.
 clientcheck:

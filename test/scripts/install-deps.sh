@@ -14,6 +14,8 @@ packages=(
   util-linux                        # runuser
   clang-format cppcheck             # make lint
   pgbouncer                         # test/t/005_pgbouncer.pl
+  sqlsmith                          # test/t/008_fuzz.pl
+  libasan8 libubsan1                # make memcheck
 )
 
 missing=()

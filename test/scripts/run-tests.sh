@@ -12,6 +12,8 @@ suites=(
   "stress:make --no-print-directory stresscheck"
   "tap:make --no-print-directory tapcheck"
   "client:make --no-print-directory clientcheck"
+  "growth:make --no-print-directory growthcheck"
+  "memory:make --no-print-directory memcheck"
 )
 
 passed=0 failed=0 failures=()
