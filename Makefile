@@ -45,7 +45,7 @@ endif
 export PG_CONFIG
 
 .PHONY: deps demo test lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
-	memcheck growthcheck
+	memcheck growthcheck bench
 
 deps:
 	test/scripts/install-deps.sh
@@ -84,6 +84,12 @@ memcheck:
 # 1,000,000 calls in one backend: no memory growth (test/memory/growth.sh).
 growthcheck:
 	test/memory/growth.sh
+
+# Benchmarks against plain SQL and PL/pgSQL (BENCHMARKS.md), about 20 min.
+bench: deps
+	$(MAKE) all
+	$(MAKE) install
+	test/scripts/with-cluster.sh bench/run.sh
 
 # The TypeScript client (clients/typescript): npm ci, tsc, node --test.
 clientcheck:

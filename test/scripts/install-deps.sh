@@ -16,6 +16,7 @@ packages=(
   pgbouncer                         # test/t/005_pgbouncer.pl
   sqlsmith                          # test/t/008_fuzz.pl
   libasan8 libubsan1                # make memcheck
+  gnuplot-nox                       # make bench (the plot)
 )
 
 missing=()

@@ -12,6 +12,7 @@ suites=(
   "stress:make --no-print-directory stresscheck"
   "tap:make --no-print-directory tapcheck"
   "client:make --no-print-directory clientcheck"
+  "bench-smoke:env BENCH_SMOKE=1 bench/run.sh"
   "growth:make --no-print-directory growthcheck"
   "memory:make --no-print-directory memcheck"
 )

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# bench/profile.sh: CPU instructions per call of each benchmark workload,
+# counted with valgrind --tool=callgrind on a single-user backend, and the
+# functions they are spent in.  Instruction counts are repeatable (timings on
+# a shared 2-core machine are not), so this is the tool to find and check
+# hot-path changes.  Not part of `make bench`; needs valgrind (and
+# callgrind_annotate, from the valgrind package).
+#
+#   bench/profile.sh [WORKLOAD...]     default: every main workload
+#
+# For each workload it runs the statement of bench/WORKLOAD.pgbench as a
+# prepared statement (PREPARE once, then EXECUTE with random existing keys),
+# PROFILE_WARM times and then PROFILE_WARM + PROFILE_CALLS times, each in a
+# fresh single-user backend (postgres --single: autocommit, one statement per
+# line) on a private cluster of PROFILE_ROWS records, and reports
+#
+#   (instructions of the long run - instructions of the short run) / PROFILE_CALLS
+#
+# i.e. the steady-state cost of one call, without startup and warm-up.  It
+# includes parsing the EXECUTE statement and sending the result, the same for
+# every workload.  callgrind_annotate of the long run (inclusive costs) goes
+# to PROFILE_OUT/WORKLOAD.annotate.txt.
+#
+# Needs the extension installed (make install).  As root it runs as the
+# postgres user (initdb refuses root) and copies the results back.
+#
+#   PROFILE_CALLS (2000)  PROFILE_WARM (500)  PROFILE_ROWS (100000)
+#   PROFILE_OUT (bench/out/profile)
+#   PROFILE_SETUP ("")   SQL run after loading, to cost a schema change, e.g.
+#                        "ALTER TABLE sandbox_store.instances DROP CONSTRAINT ..."
+
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=${PROFILE_OUT:-$here/out/profile}
+calls=${PROFILE_CALLS:-2000}
+warm=${PROFILE_WARM:-500}
+rows=${PROFILE_ROWS:-100000}
+
+if [ "$(id -u)" = 0 ]; then
+  tmp=$(mktemp -d /tmp/sandbox_store_profile.XXXXXX)
+  cp -a "$here" "$tmp/bench"
+  chown -R postgres: "$tmp"
+  rc=0
+  runuser -u postgres -- env PROFILE_OUT="$tmp/out" PROFILE_CALLS="$calls" PROFILE_WARM="$warm" \
+    PROFILE_ROWS="$rows" PROFILE_SETUP="${PROFILE_SETUP:-}" PROFILE_SHOWN_OUT="$out" PATH="/usr/local/bin:/usr/bin:/bin" PG_CONFIG="${PG_CONFIG:-pg_config}" \
+    "$tmp/bench/profile.sh" "$@" || rc=$?
+  mkdir -p "$out"
+  cp -a "$tmp/out/." "$out/" 2>/dev/null || true
+  rm -rf "$tmp"
+  exit $rc
+fi
+
+for tool in valgrind callgrind_annotate; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "profile: $tool not found (apt-get install valgrind)" >&2; exit 1; }
+done
+bindir=$("${PG_CONFIG:-pg_config}" --bindir)
+
+workloads=("$@")
+[ ${#workloads[@]} -gt 0 ] || workloads=(ensure_auto update_auto plpgsql_ensure_auto get select plpgsql_get
+  upsert insert_on_conflict plpgsql_upsert)
+
+mkdir -p "$out"
+dir=$(mktemp -d "${TMPDIR:-/tmp}/sandbox_store_profile_pg.XXXXXX")
+trap '"$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+
+"$bindir/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync \
+  >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$dir'
+fsync = off
+jit = off
+CONF
+"$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
+export PGHOST=$dir PGUSER=postgres
+psql -X -q -d postgres -c "CREATE DATABASE bench"
+psql -X -q -v ON_ERROR_STOP=1 -d bench -v rows="$rows" -f "$here/setup.sql"
+psql -X -q -v ON_ERROR_STOP=1 -d bench -f "$here/plpgsql_baseline.sql"
+if [ -n "${PROFILE_SETUP:-}" ]; then
+  echo "profile: schema change: $PROFILE_SETUP"
+  psql -X -q -v ON_ERROR_STOP=1 -d bench -c "$PROFILE_SETUP"
+  psql -X -q -v ON_ERROR_STOP=1 -d bench -c "VACUUM ANALYZE sandbox_store.instances"
+fi
+version=$(psql -X -At -d bench -c "SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'")
+"$bindir/pg_ctl" -D "$dir/data" -w stop >/dev/null
+# Every run starts from this state (a workload that writes leaves dead tuples
+# that would make the next one pay for pruning and hint bits).
+mv "$dir/data" "$dir/data.orig"
+
+# The statement of a one-statement workload, its pgbench variables replaced
+# by $1 (k), $2 (t) and $3 (r): the PREPARE, and its EXECUTEs with random keys.
+statement_of() {
+  grep -v '^--' "$here/$1.pgbench" | grep -v '^\\' | tr '\n' ' ' |
+    sed -E -e 's/;[[:space:]]*$//' -e 's/(^|[^:]):k\b/\1$1/g' -e 's/(^|[^:]):t\b/\1$2/g' \
+      -e 's/(^|[^:]):r\b/\1$3/g'
+}
+script() { # workload n
+  echo "PREPARE s(int, int, int) AS $(statement_of "$1")"
+  awk -v n="$2" -v rows="$rows" 'BEGIN {
+    srand(42)
+    for (i = 1; i <= n; i++) {
+      k = 1 + int(rand() * rows)
+      printf "EXECUTE s(%d, %d, %d)\n", k, k % 1000, 1 + int(rand() * 999999999)
+    }
+  }'
+}
+instructions() { # callgrind output file
+  sed -n 's/^totals: \([0-9]*\).*/\1/p; s/^summary: \([0-9]*\).*/\1/p' "$1" | head -n 1
+}
+run() { # workload n outfile
+  script "$1" "$2" >"$dir/script.sql"
+  rm -rf "$dir/data"
+  cp -a "$dir/data.orig" "$dir/data"
+  valgrind --tool=callgrind --callgrind-out-file="$3" \
+    "$bindir/postgres" --single -D "$dir/data" -c fsync=off -c jit=off bench \
+    <"$dir/script.sql" >"$dir/single.out" 2>"$dir/valgrind.err" || {
+    tail -n 20 "$dir/valgrind.err" "$dir/single.out" >&2
+    echo "profile: $1 failed" >&2
+    exit 1
+  }
+  if grep -q "ERROR:" "$dir/single.out" "$dir/valgrind.err"; then
+    grep -h -m 3 "ERROR:" "$dir/single.out" "$dir/valgrind.err" >&2
+    echo "profile: $1: the statement failed" >&2
+    exit 1
+  fi
+}
+
+echo "profile: sandbox_store $version, $rows records, $calls calls after $warm warm-up calls, instructions per call:"
+printf '%-22s %14s\n' workload instructions >"$out/summary.txt"
+for wl in "${workloads[@]}"; do
+  [ -f "$here/$wl.pgbench" ] || { echo "profile: no bench/$wl.pgbench" >&2; exit 1; }
+  if [ "$(grep -v '^--' "$here/$wl.pgbench" | grep -v '^\\' | grep -c ';')" != 1 ]; then
+    echo "profile: $wl: skipped (not a one-statement workload)"
+    continue
+  fi
+  run "$wl" "$warm" "$out/$wl.short.cg"
+  run "$wl" "$((warm + calls))" "$out/$wl.cg"
+  a=$(instructions "$out/$wl.short.cg")
+  b=$(instructions "$out/$wl.cg")
+  per=$(((b - a) / calls))
+  printf '%-22s %14s\n' "$wl" "$per" | tee -a "$out/summary.txt"
+  callgrind_annotate --inclusive=yes --threshold=99 "$out/$wl.cg" 2>/dev/null | head -n 80 \
+    >"$out/$wl.annotate.txt" || true
+  rm -f "$out/$wl.short.cg"
+done
+echo "profile: per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
