@@ -186,6 +186,18 @@ sb_retire_claim(const text *key)
 	SPI_connect();
 	retired = sb_spi_execute(&claim_retire, &arg, NULL, false, InvalidSnapshot) > 0;
 	SPI_finish();
+
+	/*
+	 * Under the key's lock nobody else can change the claim, so a retire that
+	 * finds nothing means this transaction's snapshot does not see the claim
+	 * the newest state shows (REPEATABLE READ, SERIALIZABLE).
+	 */
+	if (!retired && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access to sandbox key \"%s\"", text_to_cstring(key)),
+				 errdetail("The key's claim changed after this transaction's snapshot was taken."),
+				 errhint("Retry the transaction, or run it at READ COMMITTED.")));
 	return retired;
 }
 
