@@ -11,7 +11,7 @@
 EXTENSION = sandbox_store
 MODULE_big = sandbox_store
 OBJS = src/sandbox_store.o src/validate.o src/spi.o src/locks.o src/claims.o src/store.o \
-	src/ensure.o src/reap.o
+	src/ensure.o src/reap.o src/result.o src/direct.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"
 
@@ -20,10 +20,10 @@ PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers
 
 # pg_regress: sql/<name>.sql against expected/<name>.out, in this order.
-REGRESS = setup store ensure errors security leases upgrade
+REGRESS = setup store ensure errors security leases direct upgrade
 # pg_isolation_regress: specs/<name>.spec against expected/<name>.out.
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
-	delete-waits repeatable-read lock-space \
+	delete-waits repeatable-read repeatable-read-claim lock-space \
 	lease-exclusion lease-release lease-expiry lease-fencing lease-stale-release \
 	reap-skip reap-parallel
 # Perl TAP (PostgreSQL::Test::Cluster): clusters of their own.

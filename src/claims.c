@@ -33,17 +33,24 @@
  */
 #include "sandbox_store.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "storage/bufmgr.h"
 #include "catalog/namespace.h"
+#include "executor/tuptable.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/inval.h"
+#include "utils/rel.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -102,42 +109,58 @@ static SbStatement claim_release = {
 static SbStatement fence_probe = {
 	"SELECT fence FROM sandbox_store.leases WHERE key OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}};
 
-/*
- * Whether this database has the leases table (version 1.1 or later),
- * cached until a relation is created, dropped or renamed anywhere.
- */
-typedef enum
-{
-	LEASES_UNKNOWN,
-	LEASES_ABSENT,
-	LEASES_PRESENT
-} LeasesPresence;
-
-static LeasesPresence leases_presence = LEASES_UNKNOWN;
-
-static void
-relations_changed(Datum arg, int cacheid, uint32 hashvalue)
-{
-	leases_presence = LEASES_UNKNOWN;
-}
-
-void
-sb_claims_init(void)
-{
-	CacheRegisterSyscacheCallback(RELNAMENSP, relations_changed, (Datum) 0);
-}
-
+/* Whether this database has the leases table (version 1.1 or later). */
 bool
 sb_claims_enabled(void)
 {
-	if (leases_presence == LEASES_UNKNOWN)
-	{
-		Oid nsp = get_namespace_oid("sandbox_store", false);
+	return OidIsValid(sb_relations()->leases);
+}
 
-		leases_presence =
-			OidIsValid(get_relname_relid("leases", nsp)) ? LEASES_PRESENT : LEASES_ABSENT;
+/* Whether a claim token is set on the key (the SQL form of the direct read). */
+static SbStatement token_probe = {
+	"SELECT FROM sandbox_store.leases"
+	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL",
+	1,
+	{TEXTOID}};
+
+/*
+ * Whether a claim token is set on the key (a live or an expired claim),
+ * read with the newest snapshot: a claim is about now, like a lock, at
+ * every isolation level.  This is the lock-mode hot path's only look at the
+ * claims: a direct probe of the primary key of sandbox_store.leases
+ * (direct.c) when it may be, else a statement.  The caller holds the key's
+ * advisory lock, under which claims change.
+ */
+bool
+sb_claim_token_set(const text *key)
+{
+	Snapshot snapshot;
+	bool set;
+
+	if (!sb_claims_enabled())
+		return false;
+
+	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	if (sb_direct_reads())
+	{
+		const SbRelations *rels = sb_relations();
+		Datum values[Natts_leases];
+		bool nulls[Natts_leases];
+
+		set = sb_direct_fetch(rels->leases, rels->leases_pkey, key, snapshot, Natts_leases, values,
+							  nulls) &&
+			  !nulls[Anum_leases_owner_token - 1];
 	}
-	return leases_presence == LEASES_PRESENT;
+	else
+	{
+		Datum arg = PointerGetDatum(key);
+
+		SPI_connect();
+		set = sb_spi_execute(&token_probe, &arg, NULL, false, snapshot) > 0;
+		SPI_finish();
+	}
+	UnregisterSnapshot(snapshot);
+	return set;
 }
 
 static void
@@ -399,15 +422,14 @@ sandbox_claim(PG_FUNCTION_ARGS)
 	SbClaim claim;
 	ClaimAttempt a = {lease, &claim};
 
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE || desc->natts != 3)
-		elog(ERROR, "sandbox_claim must return 3 columns");
+	desc = sb_result_desc(fcinfo, "sandbox_claim", 3, 3);
 
 	sb_hold_key(key, &wait, attempt_claim, &a);
 
 	values[0] = Int64GetDatum(claim.fence);
 	values[1] = UUIDPGetDatum(&claim.owner_token);
 	values[2] = TimestampTzGetDatum(claim.lease_expires_at);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
 /*

@@ -79,8 +79,12 @@ ensure_attempt(const EnsureArgs *a, SbRecord *rec, SbClaim *claim, bool *claimed
 {
 	bool claims = sb_claims_enabled();
 
-	/* Lock mode, hot path: one statement stamps a fresh, unclaimed record. */
-	if (a->lease == NULL && sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, claims, rec))
+	/*
+	 * Lock mode, hot path: no claim token on the key (one index probe), and
+	 * one statement stamps the record if it is fresh.
+	 */
+	if (a->lease == NULL && !(claims && sb_claim_token_set(a->key)) &&
+		sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, rec))
 		return "resume";
 
 	if (claims)
@@ -103,7 +107,7 @@ ensure_attempt(const EnsureArgs *a, SbRecord *rec, SbClaim *claim, bool *claimed
 		else
 			goto lookup; /* the stamp failed on freshness alone */
 
-		if (sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, false, rec))
+		if (sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, rec))
 			return "resume";
 	}
 lookup:
@@ -189,15 +193,14 @@ sandbox_ensure(PG_FUNCTION_ARGS)
 		a.wait = sb_wait_from(sb_optional_interval(fcinfo, 4, "wait"));
 		a.lease = PG_NARGS() > 5 ? sb_positive_interval(fcinfo, 5, "lease", false) : NULL;
 
-		if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE ||
-			(desc->natts != ENSURE_NATTS_1_0 && desc->natts != ENSURE_NATTS_1_1))
+		desc = sb_result_desc(fcinfo, "sandbox_ensure", ENSURE_NATTS_1_0, ENSURE_NATTS_1_1);
+		if (desc->natts != ENSURE_NATTS_1_0 && desc->natts != ENSURE_NATTS_1_1)
 			elog(ERROR, "sandbox_ensure must return %d or %d columns", ENSURE_NATTS_1_0,
 				 ENSURE_NATTS_1_1);
 		if (a.lease != NULL && !sb_claims_enabled())
 			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							errmsg("lease mode needs sandbox_store 1.1"),
 							errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
-		desc = BlessTupleDesc(desc);
 
 		funcctx->user_fctx = ensure_decide(desc, &a);
 

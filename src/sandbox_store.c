@@ -6,12 +6,14 @@
  *
  *	  validate.c	argument checks and their SQLSTATEs
  *	  spi.c			how statements run: prepared once, as the tables' owner
+ *	  direct.c		direct primary-key reads of the hottest lookups
  *	  locks.c		the per-key advisory lock (sandbox_lock, _try_lock, _lock_id,
  *					_lock_holder)
  *	  claims.c		lease mode: claims and fences (sandbox_renew, _release)
  *	  store.c		the managed table (sandbox_upsert, _get, _delete, _list)
  *	  ensure.c		resume-or-create under the key's lock (sandbox_ensure)
  *	  reap.c		deleting idle records nobody holds (sandbox_reap)
+ *	  result.c		the row types functions return, looked up once per backend
  *
  *-------------------------------------------------------------------------
  */
@@ -27,5 +29,6 @@ void
 _PG_init(void)
 {
 	sb_spi_init();
-	sb_claims_init();
+	sb_direct_init();
+	sb_result_init();
 }

@@ -105,6 +105,22 @@ extern uint64 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, 
 extern Portal sb_spi_cursor_open(SbStatement *stmt, Datum *args, const char *nulls);
 extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
 
+/* direct.c */
+typedef struct SbRelations
+{
+	Oid instances;
+	Oid instances_pkey;
+	Oid leases; /* InvalidOid before version 1.1 */
+	Oid leases_pkey;
+	bool citus; /* the citus extension is installed */
+} SbRelations;
+
+extern void sb_direct_init(void);
+extern const SbRelations *sb_relations(void);
+extern bool sb_direct_reads(void);
+extern bool sb_direct_fetch(Oid relid, Oid pkey, const text *key, Snapshot snapshot, int natts,
+							Datum *values, bool *nulls);
+
 /* locks.c */
 extern uint64 sb_lock_id(const text *key);
 extern SbWait sb_wait_from(const Interval *wait);
@@ -123,8 +139,8 @@ typedef enum SbClaimState
 	CLAIM_LIVE     /* a claim holds the key */
 } SbClaimState;
 
-extern void sb_claims_init(void);
 extern bool sb_claims_enabled(void);
+extern bool sb_claim_token_set(const text *key);
 extern SbClaimState sb_claim_state(const text *key, SbClaim *claim);
 extern bool sb_retire_claim(const text *key);
 extern bool sb_key_free(const text *key, SbClaim *claim);
@@ -134,9 +150,14 @@ extern void sb_acquire_key(const text *key, const SbWait *wait);
 extern bool sb_take_claim(const text *key, const Interval *lease, SbClaim *claim);
 extern void sb_check_fence(const text *key, int64 fence);
 
+/* result.c */
+extern void sb_result_init(void);
+extern TupleDesc sb_result_desc(FunctionCallInfo fcinfo, const char *fname, int natts_min,
+								int natts_max);
+
 /* store.c */
 extern bool sb_store_stamp(const text *key, const text *run_id, const Interval *max_age,
-						   const text *provider, bool unclaimed_only, SbRecord *out);
+						   const text *provider, SbRecord *out);
 extern bool sb_store_lookup(const text *key, SbRecord *out);
 
 #endif /* SANDBOX_STORE_H */

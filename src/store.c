@@ -82,14 +82,6 @@ static SbStatement delete_stmt = {
 static SbStatement stamp_stmt = {
 	STAMP_SQL " RETURNING " RECORD_COLUMNS, 4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID}};
 
-/* The same, only if no claim token is set on the key (the lock-mode hot path). */
-static SbStatement stamp_unclaimed_stmt = {
-	STAMP_SQL " AND NOT EXISTS (SELECT FROM sandbox_store.leases l"
-			  " WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token IS NOT NULL)"
-			  " RETURNING " RECORD_COLUMNS,
-	4,
-	{TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID}};
-
 /* Record columns of SPI result row; values point into the tuple. */
 static void
 read_record(HeapTuple tuple, TupleDesc desc, SbRecord *rec)
@@ -152,14 +144,13 @@ check_snapshot_current(Datum key, const ItemPointerData *visible)
 /*
  * Stamp the key's record with run_id and now() if it is fresh: no older than
  * max_age (when given) and owned by provider (when given).  Returns true and
- * the stamped record, or false when there is no fresh record (or, with
- * unclaimed_only, when a claim token is set on the key).  The caller is
+ * the stamped record, or false when there is no fresh record.  The caller is
  * connected to SPI and holds the key's lock; the record is copied to the
  * context SPI was entered from.
  */
 bool
 sb_store_stamp(const text *key, const text *run_id, const Interval *max_age, const text *provider,
-			   bool unclaimed_only, SbRecord *out)
+			   SbRecord *out)
 {
 	Datum args[4];
 	char nulls[4] = {' ', ' ', ' ', ' '};
@@ -173,8 +164,7 @@ sb_store_stamp(const text *key, const text *run_id, const Interval *max_age, con
 	if (provider == NULL)
 		nulls[3] = 'n';
 
-	if (sb_spi_execute(unclaimed_only ? &stamp_unclaimed_stmt : &stamp_stmt, args, nulls, false,
-					   InvalidSnapshot) == 0)
+	if (sb_spi_execute(&stamp_stmt, args, nulls, false, InvalidSnapshot) == 0)
 		return false;
 	copy_record(out);
 	return true;
@@ -254,8 +244,7 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 		nulls[i] =
 			DatumGetPointer(args[i]) == NULL && i != Anum_instances_updated_at - 1 ? 'n' : ' ';
 
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	desc = sb_result_desc(fcinfo, "sandbox_upsert", Natts_instances, Natts_instances);
 
 	if (fenced)
 	{
@@ -292,13 +281,29 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(result));
 }
 
-/* sandbox_get(key) RETURNS SETOF sandbox_store.instances: 0 or 1 row. */
+/*
+ * sandbox_get(key) RETURNS SETOF sandbox_store.instances: 0 or 1 row, in the
+ * caller's snapshot.  A direct probe of the primary key (direct.c) when it
+ * may be, else the lookup statement.
+ */
 Datum
 sandbox_get(PG_FUNCTION_ARGS)
 {
 	Datum key = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (sb_direct_reads())
+	{
+		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+		const SbRelations *rels = sb_relations();
+		SbRecord rec;
+
+		if (sb_direct_fetch(rels->instances, rels->instances_pkey,
+							(const text *) DatumGetPointer(key), GetActiveSnapshot(),
+							Natts_instances, rec.values, rec.nulls))
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, rec.values, rec.nulls);
+		return (Datum) 0;
+	}
 	SPI_connect();
 	sb_spi_execute(&lookup_stmt, &key, NULL, true, InvalidSnapshot);
 	return_rows(fcinfo);
