@@ -126,7 +126,8 @@ SELECT count(*) FROM sandbox_store.instances WHERE key = 'sec-1';
 -- A hostile search_path: objects named like those the extension uses, in a
 -- schema searched before pg_catalog.
 CREATE SCHEMA evil;
-CREATE TABLE evil.instances (LIKE sandbox_store.instances);
+CREATE TABLE evil.instances (key text, provider text, provider_sandbox_id text,
+  latest_snapshot_id text, thread_id text, latest_run_id text, updated_at timestamptz);
 CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE sql
   AS $$ SELECT '2000-01-01 00:00:00+00'::timestamptz $$;
 CREATE FUNCTION evil.octet_length(text) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;
@@ -203,8 +204,10 @@ DROP EXTENSION sandbox_store;
 SET search_path = evil, pg_catalog, public;
 CREATE EXTENSION sandbox_store;
 -- shown under the hostile path, the constraints name pg_catalog's functions
-SELECT pg_get_constraintdef(oid) FROM pg_constraint
- WHERE conrelid = 'sandbox_store.instances'::regclass AND contype = 'c' ORDER BY conname;
+SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
+ WHERE (conrelid IN ('sandbox_store.instances'::regclass, 'sandbox_store.leases'::regclass)
+        OR contypid = 'sandbox_store.bounded_text'::regtype)
+   AND contype = 'c' ORDER BY conname;
 SELECT pg_get_function_arguments('sandbox_store.sandbox_upsert'::regproc);
 RESET search_path;
 SELECT count(*) AS evil_rows FROM evil.instances;

@@ -10,7 +10,13 @@ SELECT extversion, extrelocatable, extnamespace::regnamespace AS schema,
 -- The schema is fixed: the extension cannot be moved.
 ALTER EXTENSION sandbox_store SET SCHEMA public;
 
+-- 1.2: the text columns are of the domain bounded_text (1..1024 bytes), and
+-- neither column a resume stamps (latest_run_id, updated_at) is indexed, so
+-- with the free space fillfactor leaves, stamps are HOT updates.
 \d sandbox_store.instances
+\dD sandbox_store.*
+SELECT relname, reloptions FROM pg_class
+ WHERE relnamespace = 'sandbox_store'::regnamespace AND relkind = 'r' ORDER BY 1;
 -- 1.1: claims and fences.  leases keeps one row per key ever claimed (its
 -- newest fence); claims shows the live ones; fence_seq hands out fences.
 \d sandbox_store.leases
@@ -18,6 +24,9 @@ ALTER EXTENSION sandbox_store SET SCHEMA public;
 \d sandbox_store.fence_seq
 SELECT proname, pg_get_function_arguments(oid) AS arguments, provolatile, proisstrict, proretset
   FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1;
+-- 1.2: sandbox_ensure returns SETOF this row type (the columns of its
+-- former RETURNS TABLE).
+\d sandbox_store.ensure_result
 SELECT proname, pg_get_function_result(oid) AS result
   FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1;
 

@@ -1,8 +1,9 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to 1.1 by ALTER EXTENSION ... UPDATE (with the 1.1 library installed all
--- along), compared with a fresh CREATE EXTENSION of 1.1.  Runs last: leaves
--- sandbox_store 1.1 installed, fresh.
+-- to the default version (1.0 -> 1.1 -> 1.2) by ALTER EXTENSION ... UPDATE
+-- (with the new library installed all along), compared with a fresh CREATE
+-- EXTENSION.  Then a 1.1 database with a live claim, taken to 1.2.  Runs
+-- last: leaves sandbox_store installed, fresh.
 --
 \pset null '<null>'
 SET timezone = 'UTC';
@@ -29,7 +30,7 @@ GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_app;
 
 --
--- The app writes records through the 1.0 functions, served by the 1.1
+-- The app writes records through the 1.0 functions, served by the new
 -- library: every one works as in 1.0, and ensure returns its 8 columns.
 --
 SET ROLE regress_sb_up_app;
@@ -238,6 +239,23 @@ CREATE FUNCTION pg_temp.sb_catalog() RETURNS SETOF text LANGUAGE sql AS $$
            co.condeferrable, co.convalidated)
     FROM pg_catalog.pg_constraint co JOIN rels c ON c.oid = co.conrelid
   UNION ALL
+  SELECT pg_catalog.format('type: %s #%s %s %s', t.oid::regtype, a.attnum, a.attname,
+           pg_catalog.format_type(a.atttypid, a.atttypmod))
+    FROM pg_catalog.pg_type t JOIN members m
+      ON m.classid = 'pg_catalog.pg_type'::regclass AND m.objid = t.oid
+    JOIN pg_catalog.pg_attribute a ON a.attrelid = t.typrelid
+   WHERE a.attnum > 0 AND NOT a.attisdropped
+  UNION ALL
+  SELECT pg_catalog.format('type: %s domain over %s', t.oid::regtype, t.typbasetype::regtype)
+    FROM pg_catalog.pg_type t JOIN members m
+      ON m.classid = 'pg_catalog.pg_type'::regclass AND m.objid = t.oid
+   WHERE t.typtype = 'd'
+  UNION ALL
+  SELECT pg_catalog.format('constraint: %s on type %s: %s', co.conname,
+           co.contypid::regtype, pg_catalog.pg_get_constraintdef(co.oid))
+    FROM pg_catalog.pg_constraint co JOIN members m
+      ON m.classid = 'pg_catalog.pg_type'::regclass AND m.objid = co.contypid
+  UNION ALL
   SELECT pg_catalog.format('index: %s', pg_catalog.pg_get_indexdef(i.indexrelid))
     FROM pg_catalog.pg_index i JOIN rels c ON c.oid = i.indrelid
   UNION ALL
@@ -336,8 +354,42 @@ SELECT count(*) AS initprivs FROM fresh_privileges WHERE source = 'initprivs';
  EXCEPT ALL
  SELECT * FROM upgraded_privileges WHERE source = 'initprivs') ORDER BY 2, 3, 4;
 
--- The fresh extension is 1.1 with no grants: nothing left for the roles.
+-- The fresh extension has no grants: nothing left for the roles.
 SELECT count(*) AS app_grants FROM fresh_privileges WHERE grantee LIKE 'regress_sb_up_%';
 REVOKE ALL ON SCHEMA sandbox_store FROM regress_sb_up_app;
 DROP ROLE regress_sb_up_app, regress_sb_up_nobody;
+
+--
+-- 1.1 -> 1.2 under a live claim.  The new library serves 1.1 (the claim
+-- holds the key against lock mode); the update rewrites the table, keeps
+-- every record and the claim, and from then on the length rule is the
+-- domain's, for superusers too.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.1';
+SELECT key FROM sandbox_store.sandbox_upsert('v11/1', 'p', 'sbx-1', 'thread-v11');
+SELECT key FROM sandbox_store.sandbox_upsert('v11/2', 'p', 'sbx-2', 'thread-v11',
+                                             latest_snapshot_id => 'snap', latest_run_id => 'run');
+SELECT action, fence AS v11_fence, owner_token AS v11_token
+  FROM sandbox_store.sandbox_ensure('v11/1', 'run-1', lease => '1 hour') \gset
+SELECT :'action' AS action;
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_ensure('v11/1', 'run-2', wait => '0')$$) AS claimed_v11;
+SELECT action FROM sandbox_store.sandbox_ensure('v11/2', 'run-2');
+CREATE TEMP TABLE before_v12 AS SELECT * FROM sandbox_store.instances;
+ALTER EXTENSION sandbox_store UPDATE TO '1.2';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT count(*) AS records, count(*) FILTER (WHERE (i.*)::text IN (SELECT (b.*)::text FROM before_v12 b))
+         AS unchanged
+  FROM sandbox_store.instances i;
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_ensure('v11/1', 'run-3', wait => '0')$$) AS claimed_v12;
+SELECT key, provider_sandbox_id
+  FROM sandbox_store.sandbox_upsert('v11/1', 'p', 'sbx-1b', 'thread-v11', fence => :v11_fence);
+SELECT sandbox_store.sandbox_release('v11/1', :'v11_token') AS released;
+SELECT action, latest_run_id FROM sandbox_store.sandbox_ensure('v11/1', 'run-4');
+SELECT pg_temp.err($$INSERT INTO sandbox_store.instances VALUES ('', 'p', 's', NULL, 't', NULL, now())$$)
+         AS superuser_empty_key;
+SELECT pg_temp.err($$UPDATE sandbox_store.instances SET latest_run_id = repeat('r', 1025)$$)
+         AS superuser_long_run_id;
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store;
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';

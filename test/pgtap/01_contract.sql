@@ -35,8 +35,8 @@ DO $$ BEGIN
 END $$;
 
 SELECT results_eq(
-    $$ SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id,
-              latest_run_id, updated_at
+    $$ SELECT key::text, provider::text, provider_sandbox_id::text, latest_snapshot_id::text,
+              thread_id::text, latest_run_id::text, updated_at
          FROM sandbox_store.sandbox_get('contract/full') $$,
     $$ VALUES ('contract/full'::text, 'e2b'::text, 'sbx-0001'::text, 'snap-7'::text,
                'thread-1'::text, 'run-42'::text,
@@ -52,8 +52,8 @@ DO $$ BEGIN
 END $$;
 
 SELECT results_eq(
-    $$ SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id,
-              latest_run_id, updated_at
+    $$ SELECT key::text, provider::text, provider_sandbox_id::text, latest_snapshot_id::text,
+              thread_id::text, latest_run_id::text, updated_at
          FROM sandbox_store.sandbox_get('contract/minimal') $$,
     $$ VALUES ('contract/minimal'::text, 'daytona'::text, 'sbx-min'::text, NULL::text,
                'thread-2'::text, NULL::text, now()) $$,
@@ -77,8 +77,8 @@ DO $$ BEGIN
 END $$;
 
 SELECT results_eq(
-    $$ SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id,
-              latest_run_id, updated_at
+    $$ SELECT key::text, provider::text, provider_sandbox_id::text, latest_snapshot_id::text,
+              thread_id::text, latest_run_id::text, updated_at
          FROM sandbox_store.sandbox_get('contract/replace') $$,
     $$ VALUES ('contract/replace'::text, 'new-provider'::text, 'sbx-new'::text, NULL::text,
                'thread-new'::text, NULL::text,
@@ -99,7 +99,8 @@ DO $$ BEGIN
 END $$;
 
 SELECT results_eq(
-    $$ SELECT q.k, g.key, g.provider_sandbox_id, g.thread_id, g.latest_run_id, g.updated_at
+    $$ SELECT q.k, g.key::text, g.provider_sandbox_id::text, g.thread_id::text, g.latest_run_id::text,
+              g.updated_at
          FROM (VALUES (1, 'iso/a'), (2, 'iso/A'), (3, 'iso/ab'), (4, 'iso/a '), (5, 'iso/b')) AS q(n, k)
          LEFT JOIN LATERAL sandbox_store.sandbox_get(q.k) AS g ON true
         ORDER BY q.n $$,

@@ -6,7 +6,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(87);
+SELECT plan(91);
 
 -- The table ---------------------------------------------------------------
 
@@ -15,12 +15,12 @@ SELECT has_table('sandbox_store', 'instances', 'table sandbox_store.instances ex
 SELECT has_pk('sandbox_store', 'instances', 'sandbox_store.instances has a primary key');
 SELECT col_is_pk('sandbox_store', 'instances', 'key', 'the primary key of sandbox_store.instances is (key)');
 
-SELECT col_type_is('sandbox_store', 'instances', 'key',                 'text',                     'instances.key is text');
-SELECT col_type_is('sandbox_store', 'instances', 'provider',            'text',                     'instances.provider is text');
-SELECT col_type_is('sandbox_store', 'instances', 'provider_sandbox_id', 'text',                     'instances.provider_sandbox_id is text');
-SELECT col_type_is('sandbox_store', 'instances', 'latest_snapshot_id',  'text',                     'instances.latest_snapshot_id is text');
-SELECT col_type_is('sandbox_store', 'instances', 'thread_id',           'text',                     'instances.thread_id is text');
-SELECT col_type_is('sandbox_store', 'instances', 'latest_run_id',       'text',                     'instances.latest_run_id is text');
+SELECT col_type_is('sandbox_store', 'instances', 'key', 'sandbox_store.bounded_text', 'instances.key is bounded_text');
+SELECT col_type_is('sandbox_store', 'instances', 'provider', 'sandbox_store.bounded_text', 'instances.provider is bounded_text');
+SELECT col_type_is('sandbox_store', 'instances', 'provider_sandbox_id', 'sandbox_store.bounded_text', 'instances.provider_sandbox_id is bounded_text');
+SELECT col_type_is('sandbox_store', 'instances', 'latest_snapshot_id', 'sandbox_store.bounded_text', 'instances.latest_snapshot_id is bounded_text');
+SELECT col_type_is('sandbox_store', 'instances', 'thread_id', 'sandbox_store.bounded_text', 'instances.thread_id is bounded_text');
+SELECT col_type_is('sandbox_store', 'instances', 'latest_run_id', 'sandbox_store.bounded_text', 'instances.latest_run_id is bounded_text');
 SELECT col_type_is('sandbox_store', 'instances', 'updated_at',          'timestamp with time zone', 'instances.updated_at is timestamptz');
 
 SELECT col_not_null('sandbox_store', 'instances', 'key',                 'instances.key is NOT NULL');
@@ -32,7 +32,25 @@ SELECT col_is_null ('sandbox_store', 'instances', 'latest_run_id',       'instan
 SELECT col_not_null('sandbox_store', 'instances', 'updated_at',          'instances.updated_at is NOT NULL');
 
 SELECT is_indexed('sandbox_store', 'instances', ARRAY['thread_id'],  'instances has an index on (thread_id) for sandbox_list');
-SELECT is_indexed('sandbox_store', 'instances', ARRAY['updated_at'], 'instances has an index on (updated_at) for sweeps');
+-- 1.2: the length rule is the domain bounded_text (text, 1..1024 bytes) ...
+SELECT domain_type_is('sandbox_store', 'bounded_text', 'text', 'bounded_text is a domain over text');
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_constraint
+            WHERE contypid = 'sandbox_store.bounded_text'::regtype
+              AND pg_catalog.pg_get_constraintdef(oid) LIKE '%octet_length(VALUE) >= 1%<= 1024%'),
+    1, 'bounded_text checks 1..1024 bytes');
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_constraint
+            WHERE conrelid = 'sandbox_store.instances'::regclass AND contype = 'c'),
+    0, 'instances has no table CHECK constraints (the domain replaces them)');
+-- ... and resume stamps are HOT updates: no index reads a column a stamp
+-- writes (latest_run_id, updated_at), and pages keep free space.
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_index i
+            WHERE i.indrelid = 'sandbox_store.instances'::regclass
+              AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL
+                   OR (SELECT attnum FROM pg_catalog.pg_attribute WHERE attrelid = i.indrelid AND attname = 'latest_run_id') = ANY (i.indkey::int2[])
+                   OR (SELECT attnum FROM pg_catalog.pg_attribute WHERE attrelid = i.indrelid AND attname = 'updated_at') = ANY (i.indkey::int2[]))),
+    0, 'no index of instances covers latest_run_id or updated_at (resume stamps can be HOT)');
+SELECT is((SELECT reloptions FROM pg_catalog.pg_class WHERE oid = 'sandbox_store.instances'::regclass),
+    ARRAY['fillfactor=90'], 'instances has fillfactor 90');
 
 SELECT ok(
     (SELECT 'sandbox_store.instances'::regclass = ANY (extconfig)
@@ -43,7 +61,7 @@ SELECT ok(
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
 SELECT is((SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
-    '1.1', 'the installed version is 1.1');
+    '1.2', 'the installed version is 1.2');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -134,7 +152,7 @@ SELECT function_returns('sandbox_store', 'sandbox_list', ARRAY['text'],
     'setof sandbox_store.instances', 'sandbox_list returns SETOF sandbox_store.instances');
 SELECT function_returns('sandbox_store', 'sandbox_ensure',
     ARRAY['text', 'text', 'interval', 'text', 'interval', 'interval'],
-    'setof record', 'sandbox_ensure returns a table (SETOF record)');
+    'setof sandbox_store.ensure_result', 'sandbox_ensure returns SETOF sandbox_store.ensure_result');
 SELECT function_returns('sandbox_store', 'sandbox_lock', ARRAY['text', 'interval'],
     'void', 'sandbox_lock returns void');
 SELECT function_returns('sandbox_store', 'sandbox_try_lock', ARRAY['text'],
@@ -153,13 +171,15 @@ SELECT function_returns('sandbox_store', 'sandbox_claim', ARRAY['text', 'interva
     'setof record', 'sandbox_claim returns a table (SETOF record)');
 
 SELECT is(
-    pg_catalog.pg_get_function_result(
-        'sandbox_store.sandbox_ensure(text, text, interval, text, interval, interval)'::regprocedure),
-    'TABLE(action text, key text, provider text, provider_sandbox_id text, '
+    (SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod), ', '
+                                  ORDER BY a.attnum)
+       FROM pg_catalog.pg_attribute a
+      WHERE a.attrelid = 'sandbox_store.ensure_result'::regclass AND a.attnum > 0),
+    'action text, key text, provider text, provider_sandbox_id text, '
     'latest_snapshot_id text, thread_id text, latest_run_id text, '
     'updated_at timestamp with time zone, fence bigint, owner_token uuid, '
-    'lease_expires_at timestamp with time zone)',
-    'sandbox_ensure returns TABLE(action, every instances column in table order, then fence, owner_token, lease_expires_at)'
+    'lease_expires_at timestamp with time zone',
+    'sandbox_ensure returns (action, every instances column in table order, then fence, owner_token, lease_expires_at)'
 );
 
 -- Argument names and defaults (the named-argument contract) ----------------

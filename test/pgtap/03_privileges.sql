@@ -120,8 +120,8 @@ SELECT lives_ok(
 );
 
 SELECT results_eq(
-    $$ SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id,
-              latest_run_id, updated_at
+    $$ SELECT key::text, provider::text, provider_sandbox_id::text, latest_snapshot_id::text,
+              thread_id::text, latest_run_id::text, updated_at
          FROM sandbox_store.sandbox_get('priv/k1') $$,
     $$ VALUES ('priv/k1'::text, 'e2b'::text, 'sbx-1'::text, NULL::text, 'priv/thread'::text,
                'run-1'::text, '2024-05-06 07:08:09.123+00'::timestamptz) $$,
@@ -129,7 +129,7 @@ SELECT results_eq(
 );
 
 SELECT results_eq(
-    $$ SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_list('priv/thread') $$,
+    $$ SELECT key::text, provider_sandbox_id::text FROM sandbox_store.sandbox_list('priv/thread') $$,
     $$ VALUES ('priv/k1'::text, 'sbx-1'::text) $$,
     'app role: sandbox_list returns the thread''s record'
 );

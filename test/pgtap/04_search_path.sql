@@ -78,10 +78,10 @@ CREATE TEMP TABLE leases (LIKE sandbox_store.leases) ON COMMIT DROP;
 -- Capture tables (created under the normal path, without calling the extension).
 CREATE TEMP TABLE h_upsert ON COMMIT DROP AS
     SELECT 0 AS n, * FROM sandbox_store.instances WHERE false;
-CREATE TEMP TABLE h_ensure ON COMMIT DROP AS
-    SELECT 0 AS n, NULL::text AS action, *, NULL::bigint AS fence, NULL::uuid AS owner_token,
-           NULL::timestamptz AS lease_expires_at
-      FROM sandbox_store.instances WHERE false;
+CREATE TEMP TABLE h_ensure (n int, action text, key text, provider text,
+    provider_sandbox_id text, latest_snapshot_id text, thread_id text, latest_run_id text,
+    updated_at timestamptz, fence bigint, owner_token uuid, lease_expires_at timestamptz)
+    ON COMMIT DROP;
 
 -- Under the hostile search_path -------------------------------------------
 
@@ -180,8 +180,8 @@ SELECT results_eq(
 );
 
 SELECT results_eq(
-    $$ SELECT n, key, provider, provider_sandbox_id, latest_snapshot_id, thread_id,
-              latest_run_id, updated_at FROM h_upsert WHERE n <= 3 ORDER BY n $$,
+    $$ SELECT n, key::text, provider::text, provider_sandbox_id::text, latest_snapshot_id::text,
+              thread_id::text, latest_run_id::text, updated_at FROM h_upsert WHERE n <= 3 ORDER BY n $$,
     $$ VALUES (1, 'a'::text, 'p1'::text, 'sb-a'::text, NULL::text, 't1'::text, NULL::text,
                '2001-01-01 00:00:00+00'::timestamptz),
               (2, 'b', 'p1', 'sb-b', NULL, 't2', NULL, now()),
@@ -190,13 +190,13 @@ SELECT results_eq(
 );
 
 SELECT results_eq(
-    $$ SELECT key, provider_sandbox_id FROM h_get_a $$,
+    $$ SELECT key::text, provider_sandbox_id::text FROM h_get_a $$,
     $$ VALUES ('a'::text, 'sb-a'::text) $$,
     'hostile path: get(''a'') returns the record of a only (not b or c)'
 );
 
 SELECT results_eq(
-    $$ SELECT n, key FROM h_list_t1 ORDER BY n $$,
+    $$ SELECT n, key::text FROM h_list_t1 ORDER BY n $$,
     $$ VALUES (1::bigint, 'c'::text), (2, 'a') $$,
     'hostile path: list(''t1'') returns the records of thread t1 only, most recent first'
 );
@@ -236,8 +236,8 @@ SELECT results_eq(
 );
 
 SELECT results_eq(
-    $$ SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id,
-              latest_run_id, updated_at
+    $$ SELECT key::text, provider::text, provider_sandbox_id::text, latest_snapshot_id::text,
+              thread_id::text, latest_run_id::text, updated_at
          FROM sandbox_store.instances ORDER BY key $$,
     $$ VALUES ('b'::text, 'p1'::text, 'sb-b'::text, NULL::text, 't2'::text, 'run-b'::text, now()),
               ('c', 'p1', 'sb-c', 'snap-c', 't1', NULL, '2001-01-01 00:00:10+00'),
@@ -282,7 +282,7 @@ SELECT ok(
 );
 
 SELECT results_eq(
-    $$ SELECT key, provider_sandbox_id, updated_at FROM h_upsert WHERE n = 4 $$,
+    $$ SELECT key::text, provider_sandbox_id::text, updated_at FROM h_upsert WHERE n = 4 $$,
     $$ VALUES ('d'::text, 'sb-d'::text, '2001-01-01 00:00:20+00'::timestamptz) $$,
     'hostile path: a fenced upsert with the claim''s fence is accepted'
 );
