@@ -43,7 +43,7 @@
 #   BENCH_PLOT_REPEATS (BENCH_REPEATS)  alternating runs per plot-only point
 #   BENCH_CONTENTION_CLIENTS (64)
 #   BENCH_MEMORY_CALLS (1000000) ensure calls of the memory / bloat phase
-#   BENCH_HOT_EXPERIMENTS (0)    1: run the 8 HOT variants (60-130 s each)
+#   BENCH_HOT_EXPERIMENTS (0)    1: run the 9 HOT variants (60-130 s each)
 #   BENCH_HOT_STAMPS (1000000)   stamps per HOT variant
 #   BENCH_HOT_VARIANTS (all)     which HOT variants (numbers, see below)
 #   BENCH_SCALE_ROWS (10000000)  records of the scale phase; 0 skips it
@@ -383,23 +383,28 @@ fi
 
 # --- HOT experiments (optional) ---------------------------------------------------
 
-# variant: ord|name|DDL after CREATE EXTENSION (before loading)|stamp mode
+# variant: ord|name|DDL after CREATE EXTENSION (before loading)|stamp mode|version
+# Variants 1-8 start from the 1.1 table (fillfactor 100, a btree on
+# updated_at, six CHECK constraints), the design they were written to compare;
+# variant 9 is the table of the installed default version as shipped (1.2:
+# what variant 4 found, with the domain instead of the CHECK constraints).
 # stamp mode ensure: sandbox_ensure (the shipped stamp: latest_run_id, updated_at);
 # column: a plain UPDATE stamping latest_run_id and a new, non-indexed column
 # last_used_at instead of updated_at (what a changed stamp would write).
 # Variant 8 keeps the stamp as shipped but indexes a generated column, the
 # hour of updated_at, for sweeps: a stamp is HOT unless the hour changed
 # since the record's last write (a sweep filters on the hour, then updated_at).
-# BENCH_HOT_VARIANTS ("1 2 3 4 5 6 7 8") picks some.
+# BENCH_HOT_VARIANTS ("1 2 3 4 5 6 7 8 9") picks some.
 hot_variants=(
-  "1|shipped: fillfactor 100, btree (updated_at)||ensure"
-  "2|fillfactor 90, btree (updated_at)|ALTER TABLE sandbox_store.instances SET (fillfactor = 90)|ensure"
-  "3|fillfactor 100, no updated_at index|DROP INDEX sandbox_store.instances_updated_at_idx|ensure"
-  "4|fillfactor 90, no updated_at index|ALTER TABLE sandbox_store.instances SET (fillfactor = 90); DROP INDEX sandbox_store.instances_updated_at_idx|ensure"
-  "5|fillfactor 90, BRIN (updated_at)|ALTER TABLE sandbox_store.instances SET (fillfactor = 90); DROP INDEX sandbox_store.instances_updated_at_idx; CREATE INDEX instances_updated_at_brin ON sandbox_store.instances USING brin (updated_at)|ensure"
-  "6|fillfactor 100, btree (updated_at), stamp writes non-indexed last_used_at|ALTER TABLE sandbox_store.instances ADD COLUMN last_used_at timestamptz|column"
-  "7|fillfactor 90, btree (updated_at), stamp writes non-indexed last_used_at|ALTER TABLE sandbox_store.instances SET (fillfactor = 90); ALTER TABLE sandbox_store.instances ADD COLUMN last_used_at timestamptz|column"
-  "8|fillfactor 90, btree on a generated hourly bucket of updated_at instead of updated_at|ALTER TABLE sandbox_store.instances SET (fillfactor = 90); DROP INDEX sandbox_store.instances_updated_at_idx; ALTER TABLE sandbox_store.instances ADD COLUMN updated_hour timestamp GENERATED ALWAYS AS (date_trunc('hour', updated_at AT TIME ZONE 'UTC')) STORED; CREATE INDEX instances_updated_hour_idx ON sandbox_store.instances (updated_hour)|ensure"
+  "1|1.1 as shipped: fillfactor 100, btree (updated_at)||ensure|1.1"
+  "2|fillfactor 90, btree (updated_at)|ALTER TABLE sandbox_store.instances SET (fillfactor = 90)|ensure|1.1"
+  "3|fillfactor 100, no updated_at index|DROP INDEX sandbox_store.instances_updated_at_idx|ensure|1.1"
+  "4|fillfactor 90, no updated_at index|ALTER TABLE sandbox_store.instances SET (fillfactor = 90); DROP INDEX sandbox_store.instances_updated_at_idx|ensure|1.1"
+  "5|fillfactor 90, BRIN (updated_at)|ALTER TABLE sandbox_store.instances SET (fillfactor = 90); DROP INDEX sandbox_store.instances_updated_at_idx; CREATE INDEX instances_updated_at_brin ON sandbox_store.instances USING brin (updated_at)|ensure|1.1"
+  "6|fillfactor 100, btree (updated_at), stamp writes non-indexed last_used_at|ALTER TABLE sandbox_store.instances ADD COLUMN last_used_at timestamptz|column|1.1"
+  "7|fillfactor 90, btree (updated_at), stamp writes non-indexed last_used_at|ALTER TABLE sandbox_store.instances SET (fillfactor = 90); ALTER TABLE sandbox_store.instances ADD COLUMN last_used_at timestamptz|column|1.1"
+  "8|fillfactor 90, btree on a generated hourly bucket of updated_at instead of updated_at|ALTER TABLE sandbox_store.instances SET (fillfactor = 90); DROP INDEX sandbox_store.instances_updated_at_idx; ALTER TABLE sandbox_store.instances ADD COLUMN updated_hour timestamp GENERATED ALWAYS AS (date_trunc('hour', updated_at AT TIME ZONE 'UTC')) STORED; CREATE INDEX instances_updated_hour_idx ON sandbox_store.instances (updated_hour)|ensure|1.1"
+  "9|default version as shipped (1.2: fillfactor 90, no updated_at index, domain)||ensure|"
 )
 if has_phase hot; then
   new_db bench_hot
@@ -425,10 +430,10 @@ END
 $$;
 SQL
   for v in "${hot_variants[@]}"; do
-    IFS='|' read -r ord name ddl mode <<<"$v"
+    IFS='|' read -r ord name ddl mode version <<<"$v"
     case " ${BENCH_HOT_VARIANTS:-$ord} " in *" $ord "*) ;; *) continue ;; esac
     psql_db bench_hot -c "SET client_min_messages = warning" -c "DROP EXTENSION IF EXISTS sandbox_store CASCADE" \
-      -c "CREATE EXTENSION sandbox_store"
+      -c "CREATE EXTENSION sandbox_store${version:+ VERSION '$version'}"
     [ -z "$ddl" ] || psql_db bench_hot -c "$ddl"
     psql_db bench_hot -v rows="$rows" -f "$here/setup.sql"
     res=$(psql_db bench_hot -At -F ' ' -v mode="$mode" -v n="$hot_stamps" -v rows="$rows" <<'SQL'
