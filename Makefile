@@ -72,6 +72,7 @@ pgtapcheck:
 
 stresscheck:
 	test/stress/run.sh
+	test/stress/rr_upsert.sh
 
 tapcheck:
 	$(prove_installcheck)

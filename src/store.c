@@ -214,7 +214,8 @@ return_rows(FunctionCallInfo fcinfo)
  *
  * Inserts or fully replaces the record: optional fields passed as NULL clear
  * what was stored.  Version 1.1 adds fence: a fenced write takes the key's
- * lock and is refused (SB001) if the key was claimed with a newer fence.
+ * lock and is refused (SB001) if the key was claimed with a newer fence.  An
+ * unfenced write takes no lock, except under REPEATABLE READ or SERIALIZABLE.
  */
 Datum
 sandbox_upsert(PG_FUNCTION_ARGS)
@@ -246,13 +247,22 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 
 	desc = sb_result_desc(fcinfo, "sandbox_upsert", Natts_instances, Natts_instances);
 
-	if (fenced)
+	/*
+	 * A fenced write takes the key's lock to check its fence.  Under
+	 * REPEATABLE READ or SERIALIZABLE every write takes it: the check below
+	 * compares the snapshot with the newest state, and only the lock keeps a
+	 * delete (which takes it too) from committing between that check and the
+	 * write, which would then insert a second row the snapshot sees next to
+	 * the deleted one.
+	 */
+	if (fenced || IsolationUsesXactSnapshot())
 	{
 		const text *key = (const text *) DatumGetPointer(args[Anum_instances_key - 1]);
 		SbWait wait = sb_wait_from(NULL);
 
 		sb_lock_key(key, &wait);
-		sb_check_fence(key, fence);
+		if (fenced)
+			sb_check_fence(key, fence);
 	}
 
 	SPI_connect();

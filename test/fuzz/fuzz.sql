@@ -377,7 +377,8 @@ BEGIN
             post := format(
                 'SELECT CASE WHEN count(*) = 1 AND bool_and((g.key, g.provider, g.provider_sandbox_id, g.thread_id, g.latest_snapshot_id, g.latest_run_id%s)'
                 ' IS NOT DISTINCT FROM ((%s)::text, (%s)::text, (%s)::text, (%s)::text, (%s)::text, (%s)::text%s))'
-                ' THEN ''ok'' ELSE ''sandbox_get after upsert returned '' || count(*) || '' rows, not what was written'' END'
+                ' THEN ''ok'' ELSE ''sandbox_get after upsert returned '' || count(*) || '' rows, not what was written: '''
+                ' || left(string_agg(format(''(%%s, %%s, %%s, %%s, %%s, %%s)'', left(g.key, 12), g.provider, g.provider_sandbox_id, g.thread_id, g.latest_run_id, g.updated_at), '' ''), 300) END'
                 ' FROM sandbox_store.sandbox_get(%s) g',
                 CASE WHEN ts_cmp THEN ', g.updated_at' ELSE '' END,
                 a[1], a[2], a[3], a[4], a[5], a[6],
