@@ -77,17 +77,21 @@ ensure_row(TupleDesc desc, const char *action, const SbRecord *rec, const SbClai
 static const char *
 ensure_attempt(const EnsureArgs *a, SbRecord *rec, SbClaim *claim, bool *claimed, SbClaim *blocker)
 {
-	bool claims = sb_claims_enabled();
+	/* Whether a claim (live or expired) may hold the key. */
+	bool claimed_key = sb_claims_enabled();
 
 	/*
 	 * Lock mode, hot path: no claim token on the key (one index probe), and
 	 * one statement stamps the record if it is fresh.
 	 */
-	if (a->lease == NULL && !(claims && sb_claim_token_set(a->key)) &&
-		sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, rec))
-		return "resume";
+	if (a->lease == NULL)
+	{
+		claimed_key = claimed_key && sb_claim_token_set(a->key);
+		if (!claimed_key && sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, rec))
+			return "resume";
+	}
 
-	if (claims)
+	if (claimed_key)
 	{
 		SbClaimState state = sb_claim_state(a->key, blocker);
 
@@ -104,13 +108,12 @@ ensure_attempt(const EnsureArgs *a, SbRecord *rec, SbClaim *claim, bool *claimed
 			if (!sb_retire_claim(a->key))
 				return NULL; /* renewed meanwhile */
 		}
-		else
-			goto lookup; /* the stamp failed on freshness alone */
+		/* else lock mode and no claim after all: stamp as usual */
 
 		if (sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, rec))
 			return "resume";
 	}
-lookup:
+	/* No fresh record: the old one, if any, for the caller to replace. */
 	if (sb_store_lookup(a->key, rec))
 		return "recreate";
 	return "create";
