@@ -140,8 +140,8 @@ sb_claim_token_set(const text *key)
 		Datum values[Natts_leases];
 		bool nulls[Natts_leases];
 
-		set = sb_direct_fetch(rels->leases, rels->leases_pkey, key, snapshot, Natts_leases, values,
-							  nulls) &&
+		set = sb_direct_fetch("leases", rels->leases, rels->leases_pkey, key, snapshot,
+							  Natts_leases, values, nulls) &&
 			  !nulls[Anum_leases_owner_token - 1];
 	}
 	else

@@ -85,6 +85,15 @@ sb_relations(void)
 	return &relations;
 }
 
+/* A table (or index) of the extension is gone: the installation is broken. */
+void
+sb_report_missing_table(const char *name)
+{
+	ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+					errmsg("relation \"sandbox_store.%s\" does not exist", name),
+					errhint("Reinstall the extension with DROP EXTENSION and CREATE EXTENSION.")));
+}
+
 /* Whether reads may be direct now. */
 bool
 sb_direct_reads(void)
@@ -93,13 +102,14 @@ sb_direct_reads(void)
 }
 
 /*
- * The row of key in relid, found through its primary key pkey (on one text
- * column) with snapshot: a copy in the current memory context (values
- * deformed into values/nulls, natts of them), or false if there is none.
+ * The row of key in relid (the table called table), found through its
+ * primary key pkey (on one text column) with snapshot: a copy in the current
+ * memory context (values deformed into values/nulls, natts of them), or
+ * false if there is none.
  */
 bool
-sb_direct_fetch(Oid relid, Oid pkey, const text *key, Snapshot snapshot, int natts, Datum *values,
-				bool *nulls)
+sb_direct_fetch(const char *table, Oid relid, Oid pkey, const text *key, Snapshot snapshot,
+				int natts, Datum *values, bool *nulls)
 {
 	Relation heap;
 	Relation index;
@@ -109,7 +119,7 @@ sb_direct_fetch(Oid relid, Oid pkey, const text *key, Snapshot snapshot, int nat
 	bool found;
 
 	if (!OidIsValid(relid) || !OidIsValid(pkey))
-		elog(ERROR, "sandbox_store: a table or its primary key is missing");
+		sb_report_missing_table(OidIsValid(relid) ? psprintf("%s_pkey", table) : table);
 
 	heap = table_open(relid, AccessShareLock);
 	index = index_open(pkey, AccessShareLock);

@@ -117,9 +117,10 @@ typedef struct SbRelations
 
 extern void sb_direct_init(void);
 extern const SbRelations *sb_relations(void);
+extern void sb_report_missing_table(const char *name) pg_attribute_noreturn();
 extern bool sb_direct_reads(void);
-extern bool sb_direct_fetch(Oid relid, Oid pkey, const text *key, Snapshot snapshot, int natts,
-							Datum *values, bool *nulls);
+extern bool sb_direct_fetch(const char *table, Oid relid, Oid pkey, const text *key,
+							Snapshot snapshot, int natts, Datum *values, bool *nulls);
 
 /* locks.c */
 extern uint64 sb_lock_id(const text *key);

@@ -17,12 +17,10 @@
 #include "sandbox_store.h"
 
 #include "access/htup_details.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/inval.h"
-#include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 /* The table's owner, cached until a relcache invalidation of the table. */
@@ -50,14 +48,11 @@ get_table_owner(void)
 {
 	if (!OidIsValid(table_owner))
 	{
-		Oid relid = get_relname_relid("instances", get_namespace_oid("sandbox_store", false));
+		Oid relid = sb_relations()->instances;
 		HeapTuple tuple;
 
 		if (!OidIsValid(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("relation \"sandbox_store.instances\" does not exist"),
-					 errhint("Reinstall the extension with DROP EXTENSION and CREATE EXTENSION.")));
+			sb_report_missing_table("instances");
 		tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 		if (!HeapTupleIsValid(tuple))
 			elog(ERROR, "cache lookup failed for relation %u", relid);

@@ -308,7 +308,7 @@ sandbox_get(PG_FUNCTION_ARGS)
 		const SbRelations *rels = sb_relations();
 		SbRecord rec;
 
-		if (sb_direct_fetch(rels->instances, rels->instances_pkey,
+		if (sb_direct_fetch("instances", rels->instances, rels->instances_pkey,
 							(const text *) DatumGetPointer(key), GetActiveSnapshot(),
 							Natts_instances, rec.values, rec.nulls))
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, rec.values, rec.nulls);
