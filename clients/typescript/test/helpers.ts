@@ -6,6 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 
+import type { SandboxInstanceRecord } from '../src/index.js';
+
 export const TEST_DB = process.env['SANDBOX_STORE_TS_DB'] ?? 'sandbox_store_ts';
 
 /** A pool on the test database. Idle-client errors (terminated backends) are expected in some tests. */
@@ -109,4 +111,16 @@ export async function logProviderCall(pool: pg.Pool, threadId: string, op: strin
     op,
     sandboxId,
   ]);
+}
+
+/** A record of a fake provider for key, with extra fields overriding the defaults. */
+export function record(key: string, extra: Partial<SandboxInstanceRecord> = {}): SandboxInstanceRecord {
+  return {
+    key,
+    provider: 'fake',
+    providerSandboxId: 'sbx-1',
+    threadId: 'thread-1',
+    updatedAt: 1767323045678,
+    ...extra,
+  };
 }

@@ -12,9 +12,17 @@ import {
   createInstanceStore,
   createLockStore,
   tanstackSandboxKey,
-  type SandboxInstanceRecord,
 } from '../src/index.js';
-import { aborted, keyLocks, liveClaim, newPool, openTransactions, sleep, uniqueKey } from './helpers.js';
+import {
+  aborted,
+  keyLocks,
+  liveClaim,
+  newPool,
+  openTransactions,
+  record,
+  sleep,
+  uniqueKey,
+} from './helpers.js';
 
 const HOLDER_APP = 'sandbox_store_ts_lease_a';
 let poolA: pg.Pool;
@@ -27,17 +35,6 @@ before(() => {
 after(async () => {
   await Promise.all([poolA.end(), poolB.end()]);
 });
-
-function record(key: string, extra: Partial<SandboxInstanceRecord> = {}): SandboxInstanceRecord {
-  return {
-    key,
-    provider: 'fake',
-    providerSandboxId: 'sbx-1',
-    threadId: 'thread-1',
-    updatedAt: 1767323045678,
-    ...extra,
-  };
-}
 
 describe('lease mode', () => {
   test('excludes callers of one key across two pools', async () => {

@@ -13,9 +13,8 @@ import {
   createLockStore,
   tanstackSandboxKey,
   type LockStore,
-  type SandboxInstanceRecord,
 } from '../src/index.js';
-import { aborted, keyLocks, newPool, sleep, uniqueKey, within } from './helpers.js';
+import { aborted, keyLocks, newPool, record, sleep, uniqueKey, within } from './helpers.js';
 
 let poolA: pg.Pool;
 let poolB: pg.Pool;
@@ -27,17 +26,6 @@ before(() => {
 after(async () => {
   await Promise.all([poolA.end(), poolB.end()]);
 });
-
-function record(key: string, extra: Partial<SandboxInstanceRecord> = {}): SandboxInstanceRecord {
-  return {
-    key,
-    provider: 'fake',
-    providerSandboxId: 'sbx-1',
-    threadId: 'thread-1',
-    updatedAt: 1767323045678,
-    ...extra,
-  };
-}
 
 describe('lock mode', () => {
   test('excludes callers of one key across two pools', async () => {
