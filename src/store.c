@@ -45,6 +45,12 @@ static SbStatement lookup_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_
 								  1,
 								  {TEXTOID}};
 
+/* The same, row-locked: waits for a transaction deleting or replacing it. */
+static SbStatement lock_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
+								" WHERE key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+								1,
+								{TEXTOID}};
+
 /* The records of a thread. */
 static SbStatement list_stmt = {"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
 								" WHERE thread_id OPERATOR(pg_catalog.=) $1"
@@ -97,8 +103,20 @@ copy_record(SbRecord *rec)
 	read_record(SPI_copytuple(SPI_tuptable->vals[0]), SPI_tuptable->tupdesc, rec);
 }
 
+static void
+report_snapshot_stale(Datum key)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+		 errmsg("could not serialize access to sandbox key \"%s\"", TextDatumGetCString(key)),
+		 errdetail(
+			 "The key's record was changed by a transaction that committed after this transaction's snapshot was taken."),
+		 errhint("Retry the transaction, or run it at READ COMMITTED.")));
+}
+
 static ItemPointerData
-lookup_ctid(void)
+result_ctid(void)
 {
 	bool isnull;
 	Datum ctid =
@@ -108,37 +126,41 @@ lookup_ctid(void)
 }
 
 /*
- * Under REPEATABLE READ or SERIALIZABLE, the transaction snapshot may be
- * older than the lock: a record committed (or changed) by the previous holder
- * while this one waited is invisible to it.  Acting on that view would create
- * twice, so compare with the newest committed state and raise 40001 when they
- * differ.  visible is the ctid the transaction sees, or NULL for none.
+ * Under REPEATABLE READ or SERIALIZABLE, read the key's record as the
+ * transaction snapshot shows it, and make sure that is, and stays, the
+ * newest state, else raise 40001.  The snapshot may be older than the key's
+ * lock: a record committed, replaced or deleted by another transaction since
+ * is not what the snapshot shows, and acting on that view would create twice
+ * or write a second row for the key next to one the snapshot still sees.
+ *
+ * The newest record is read row-locked (lock_stmt).  The lock waits for a
+ * transaction that is deleting or replacing it, whether or not that one holds
+ * the key's advisory lock (sandbox_reap lets go of a key's lock before it
+ * commits; an unfenced upsert at READ COMMITTED takes none), and raises
+ * 40001 if it commits; once locked the row stays the key's only live one
+ * until this transaction ends.  Then the snapshot's record must be that row.
+ * Returns whether there is a record; it is row 0 of SPI's result.
  */
-static void
-check_snapshot_current(Datum key, const ItemPointerData *visible)
+static bool
+lookup_current(Datum key)
 {
-	bool found;
+	bool newest = sb_spi_execute(&lock_stmt, &key, NULL, false, GetLatestSnapshot()) > 0;
+	ItemPointerData newest_ctid;
+	bool seen;
 
-	if (!IsolationUsesXactSnapshot())
-		return;
-	found = sb_spi_execute(&lookup_stmt, &key, NULL, false, GetLatestSnapshot()) > 0;
-	if (found == (visible != NULL))
+	if (newest)
+		newest_ctid = result_ctid();
+	seen = sb_spi_execute(&lookup_stmt, &key, NULL, false, InvalidSnapshot) > 0;
+	if (seen != newest)
+		report_snapshot_stale(key);
+	if (seen)
 	{
-		ItemPointerData latest;
+		ItemPointerData seen_ctid = result_ctid();
 
-		if (!found)
-			return;
-		latest = lookup_ctid();
-		if (ItemPointerEquals(&latest, (ItemPointer) visible))
-			return;
+		if (!ItemPointerEquals(&seen_ctid, &newest_ctid))
+			report_snapshot_stale(key);
 	}
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-		 errmsg("could not serialize access to sandbox key \"%s\"", TextDatumGetCString(key)),
-		 errdetail(
-			 "The key's record was changed by a transaction that committed after this transaction's snapshot was taken."),
-		 errhint("Retry the transaction, or run it at READ COMMITTED.")));
+	return seen;
 }
 
 /*
@@ -179,17 +201,13 @@ bool
 sb_store_lookup(const text *key, SbRecord *out)
 {
 	Datum arg = PointerGetDatum(key);
-	ItemPointerData ctid;
+	bool found = IsolationUsesXactSnapshot()
+					 ? lookup_current(arg)
+					 : sb_spi_execute(&lookup_stmt, &arg, NULL, false, InvalidSnapshot) > 0;
 
-	if (sb_spi_execute(&lookup_stmt, &arg, NULL, false, InvalidSnapshot) == 0)
-	{
-		check_snapshot_current(arg, NULL);
-		return false;
-	}
-	copy_record(out);
-	ctid = lookup_ctid();
-	check_snapshot_current(arg, &ctid);
-	return true;
+	if (found)
+		copy_record(out);
+	return found;
 }
 
 /* Materialize SPI's result rows into the set-returning caller's tuplestore. */
@@ -249,11 +267,10 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 
 	/*
 	 * A fenced write takes the key's lock to check its fence.  Under
-	 * REPEATABLE READ or SERIALIZABLE every write takes it: the check below
-	 * compares the snapshot with the newest state, and only the lock keeps a
-	 * delete (which takes it too) from committing between that check and the
-	 * write, which would then insert a second row the snapshot sees next to
-	 * the deleted one.
+	 * REPEATABLE READ or SERIALIZABLE every write takes it, so that its
+	 * snapshot check below and the write are one step for every caller that
+	 * also takes the key: a delete or ensure then waits for this transaction
+	 * instead of failing it.
 	 */
 	if (fenced || IsolationUsesXactSnapshot())
 	{
@@ -269,18 +286,11 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 	/*
 	 * Under REPEATABLE READ or SERIALIZABLE, a record deleted or replaced
 	 * after this transaction's snapshot would still be visible to it next to
-	 * the new one: refuse (40001) unless the snapshot shows the newest state.
+	 * the new one: refuse (40001) unless the snapshot shows the newest state,
+	 * and keep it so (lookup_current).
 	 */
 	if (IsolationUsesXactSnapshot())
-	{
-		Datum key = args[Anum_instances_key - 1];
-		ItemPointerData ctid;
-		bool visible = sb_spi_execute(&lookup_stmt, &key, NULL, false, InvalidSnapshot) > 0;
-
-		if (visible)
-			ctid = lookup_ctid();
-		check_snapshot_current(key, visible ? &ctid : NULL);
-	}
+		lookup_current(args[Anum_instances_key - 1]);
 	if (sb_spi_execute(&upsert_stmt, args, nulls, false, InvalidSnapshot) != 1)
 		elog(ERROR, "upsert of a sandbox record returned no row");
 	read_record(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, &rec);
@@ -363,8 +373,8 @@ sandbox_delete(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	deleted = sb_spi_execute(&delete_stmt, &arg, NULL, false, InvalidSnapshot) > 0;
-	if (!deleted)
-		check_snapshot_current(arg, NULL);
+	if (!deleted && IsolationUsesXactSnapshot())
+		lookup_current(arg);
 	SPI_finish();
 
 	PG_RETURN_BOOL(deleted);
