@@ -326,10 +326,13 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	 * The fence leaves the server in the result.  nextval WAL-logs ahead but
 	 * does not flush, and a crash before this transaction's commit is flushed
 	 * would bring the sequence back below the fence and hand it out again.
-	 * Make the WAL that covers it durable first, unless a flushed commit
-	 * comes before the result (autocommit with synchronous_commit on).
+	 * Make the WAL that covers it durable first, always: even in autocommit
+	 * with synchronous_commit on, a statement can stream rows (and so
+	 * fences) to the client before it commits.  The sequence WAL-logs every
+	 * 32nd value, so this flushes at most once per 32 fences; otherwise the
+	 * record is durable already and XLogFlush returns at once.
 	 */
-	if (taken && (IsTransactionBlock() || synchronous_commit < SYNCHRONOUS_COMMIT_LOCAL_FLUSH))
+	if (taken)
 		flush_fences();
 	return taken;
 }

@@ -1,0 +1,158 @@
+# 010_fence_flush.pl
+#
+# A fence is never handed out twice, whichever path hands it out, even when
+# the server crashes before the transaction that took it commits.
+#
+# The fence sequence WAL-logs only every 32nd value, and nothing flushes
+# that WAL record before the transaction's commit is flushed: if the server
+# dies first, the sequence comes back below a fence a client has already
+# seen, and hands it out again.  The extension therefore makes the WAL that
+# covers a fence durable before the fence leaves the server.
+#
+# Each case below first advances the sequence so that the next value is the
+# one that WAL-logs it, then hands out a fence one way, lets the client read
+# it, and stops the server at once (immediate: WAL still in wal_buffers is
+# lost; the WAL writer is slowed to 10 s so that it does not write it out
+# meanwhile).  After the restart, a new claim's fence must be greater than
+# the one the client saw.  The cases:
+#
+#   - sandbox_ensure with a lease, and sandbox_claim, in an open transaction,
+#     on a new key and as the takeover of an expired claim;
+#   - sandbox_claim outside a transaction block with synchronous_commit off
+#     (its commit is not flushed when the client reads the fence);
+#   - many claims streamed from one autocommit statement (COPY ... TO
+#     STDOUT) that is still running when the server stops: the client has
+#     fences of claims whose commit never happened.
+
+use strict;
+use warnings FATAL => 'all';
+
+use IPC::Run ();
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('fence_flush');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', q{
+autovacuum = off
+wal_writer_delay = 10s
+wal_writer_flush_after = 0
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
+
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+
+my $n = 0;
+sub new_key { $n++; return "ff-$n"; }
+
+# Advance the sequence so that its next value WAL-logs it (log_cnt 0).
+sub next_value_logs
+{
+	my $log_cnt = sql('SELECT log_cnt FROM sandbox_store.fence_seq');
+	sql("SELECT nextval('sandbox_store.fence_seq') FROM generate_series(1, $log_cnt)")
+	  if $log_cnt > 0;
+	return sql('SELECT log_cnt FROM sandbox_store.fence_seq') == 0;
+}
+
+# A claim on a key whose previous claim has expired (a takeover).
+sub expired_key
+{
+	my $key = new_key();
+	sql("SELECT fence FROM sandbox_store.sandbox_claim(key => '$key', lease => '1 millisecond')");
+	usleep(20_000);
+	return $key;
+}
+
+sub crash_restart
+{
+	$node->stop('immediate');
+	$node->start;
+}
+
+# After a crash: a new claim's fence is above $seen.
+sub check_after_restart
+{
+	my ($name, $seen) = @_;
+	my $key = new_key();
+	my $next =
+	  sql("SELECT fence FROM sandbox_store.sandbox_claim(key => '$key', lease => '1 hour')");
+	cmp_ok($next, '>', $seen, "$name: the first fence after the restart ($next) is above the one the client saw ($seen)");
+}
+
+# Open-transaction cases: BEGIN, hand out a fence, crash.
+my @open_cases = (
+	[ 'sandbox_ensure with a lease, new key', sub { new_key() },
+	  "SELECT fence FROM sandbox_store.sandbox_ensure(key => '%s', run_id => 'r', lease => '1 hour')" ],
+	[ 'sandbox_claim, new key', sub { new_key() },
+	  "SELECT fence FROM sandbox_store.sandbox_claim(key => '%s', lease => '1 hour')" ],
+	[ 'sandbox_ensure with a lease, takeover of an expired claim', \&expired_key,
+	  "SELECT fence FROM sandbox_store.sandbox_ensure(key => '%s', run_id => 'r', lease => '1 hour')" ],
+	[ 'sandbox_claim, takeover of an expired claim', \&expired_key,
+	  "SELECT fence FROM sandbox_store.sandbox_claim(key => '%s', lease => '1 hour')" ],
+);
+
+foreach my $case (@open_cases)
+{
+	my ($name, $make_key, $template) = @$case;
+	my $key = $make_key->();
+	ok(next_value_logs(), "$name: the next fence WAL-logs the sequence");
+	my $h = $node->background_psql('postgres');
+	$h->query_safe('BEGIN');
+	my $fence = $h->query_safe(sprintf($template, $key));
+	like($fence, qr/^\d+$/, "$name: a fence in an open transaction");
+	crash_restart();
+	$h->{run}->kill_kill;
+	check_after_restart($name, $fence);
+}
+
+# Outside a transaction block, synchronous_commit off.
+{
+	my $name = 'sandbox_claim, autocommit, synchronous_commit off';
+	my $key = new_key();
+	ok(next_value_logs(), "$name: the next fence WAL-logs the sequence");
+	my $fence = sql("SET synchronous_commit = off;"
+		  . " SELECT fence FROM sandbox_store.sandbox_claim(key => '$key', lease => '1 hour')");
+	crash_restart();
+	check_after_restart($name, $fence);
+}
+
+# Fences streamed by one autocommit statement that has not ended: the
+# statement's last row waits for an advisory lock another session holds.
+{
+	my $name = 'claims streamed by a running autocommit statement';
+	ok(next_value_logs(), "$name: the next fence WAL-logs the sequence");
+	my $blocker = $node->background_psql('postgres');
+	$blocker->query_safe('SELECT pg_advisory_lock(4242)');
+	my $copy =
+	    "COPY (SELECT f.fence::text || ' ' || repeat('.', 2000)"
+	  . " FROM generate_series(1, 200) g,"
+	  . " LATERAL sandbox_store.sandbox_claim(key => 'stream-' || g, lease => '1 hour') f"
+	  . " UNION ALL SELECT pg_advisory_lock(4242)::text) TO STDOUT";
+	my ($out, $err) = ('', '');
+	my $client = IPC::Run::start(
+		[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $copy ],
+		'>', \$out, '2>', \$err);
+	my $timeout = IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default);
+	$client->pump until ($out =~ tr/\n//) >= 100 || $timeout->is_expired;
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'COPY%'"
+		),
+		"$name: the statement waits after streaming its claims");
+	my @fences = map { /^(\d+) / ? $1 : () } split /\n/, $out;
+	cmp_ok(scalar(@fences), '>=', 100, "$name: the client read fences before the commit");
+	my $seen = (sort { $b <=> $a } @fences)[0];
+	crash_restart();
+	$client->kill_kill;
+	$blocker->{run}->kill_kill;
+	check_after_restart($name, $seen);
+}
+
+my $log = slurp_file($node->logfile);
+unlike($log, qr/terminated by signal|was terminated by exception/, 'no backend crashed');
+$node->stop;
+done_testing();
