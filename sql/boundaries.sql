@@ -1,0 +1,94 @@
+--
+-- boundaries: exact edges of the decisions, each pinned on both sides.
+--
+-- Each block runs in one transaction, where now() does not move, so the
+-- edges are exact to the microsecond.
+--
+CREATE EXTENSION IF NOT EXISTS sandbox_store;
+
+-- max_age: a record exactly max_age old is fresh (resume); one microsecond
+-- older is stale (recreate).
+BEGIN;
+SELECT key FROM sandbox_store.sandbox_upsert('b-edge', 'e2b', 'sbx-edge', 't-b',
+       updated_at => now() - interval '1 hour');
+SELECT action, provider_sandbox_id, updated_at = now() AS stamped
+  FROM sandbox_store.sandbox_ensure('b-edge', 'run-1', max_age => '1 hour');
+COMMIT;
+BEGIN;
+SELECT key FROM sandbox_store.sandbox_upsert('b-edge', 'e2b', 'sbx-edge', 't-b',
+       updated_at => now() - interval '1 hour 0.000001 second');
+SELECT action, provider_sandbox_id, updated_at = now() - interval '1 hour 0.000001 second' AS unchanged
+  FROM sandbox_store.sandbox_ensure('b-edge', 'run-2', max_age => '1 hour');
+COMMIT;
+-- Lease mode decides the same way.
+BEGIN;
+SELECT key FROM sandbox_store.sandbox_upsert('b-edge', 'e2b', 'sbx-edge', 't-b',
+       updated_at => now() - interval '1 hour');
+SELECT action, fence > 0 AS claimed
+  FROM sandbox_store.sandbox_ensure('b-edge', 'run-3', max_age => '1 hour', lease => '1 min');
+COMMIT;
+SELECT sandbox_store.sandbox_release('b-edge', owner_token) FROM sandbox_store.claims WHERE key = 'b-edge';
+BEGIN;
+SELECT key FROM sandbox_store.sandbox_upsert('b-edge', 'e2b', 'sbx-edge', 't-b',
+       updated_at => now() - interval '1 hour 0.000001 second');
+SELECT action, fence > 0 AS claimed
+  FROM sandbox_store.sandbox_ensure('b-edge', 'run-4', max_age => '1 hour', lease => '1 min');
+COMMIT;
+SELECT sandbox_store.sandbox_release('b-edge', owner_token) FROM sandbox_store.claims WHERE key = 'b-edge';
+
+-- sandbox_reap: idle_for works the same way: a record exactly idle_for old
+-- is kept, one microsecond older is reaped.
+BEGIN;
+SELECT key FROM sandbox_store.sandbox_upsert('b-reap-edge', 'e2b', 'sbx-r1', 't-b',
+       updated_at => now() - interval '1 day');
+SELECT key FROM sandbox_store.sandbox_upsert('b-reap-over', 'e2b', 'sbx-r2', 't-b',
+       updated_at => now() - interval '1 day 0.000001 second');
+SELECT key FROM sandbox_store.sandbox_reap(idle_for => '1 day');
+COMMIT;
+SELECT key FROM sandbox_store.instances WHERE key LIKE 'b-reap-%' ORDER BY key;
+
+-- Fences: a write fenced with the key's newest fence goes through; one
+-- fenced with the fence just below it (stale by exactly one) is refused with
+-- SB001 and changes nothing.
+CREATE TEMP TABLE b_claim AS
+  SELECT fence, owner_token FROM sandbox_store.sandbox_claim('b-fence', lease => '1 min');
+SELECT sandbox_store.sandbox_release('b-fence', owner_token) FROM b_claim;
+SELECT nextval('sandbox_store.fence_seq') > 0 AS sequence_advanced;  -- a gap below the next fence
+CREATE TEMP TABLE b_newest AS
+  SELECT fence, owner_token FROM sandbox_store.sandbox_claim('b-fence', lease => '1 min');
+SELECT n.fence > c.fence + 1 AS newer FROM b_newest n, b_claim c;
+\set VERBOSITY sqlstate
+SELECT provider_sandbox_id FROM b_newest,
+       sandbox_store.sandbox_upsert('b-fence', 'e2b', 'sbx-stale', 't-b', fence => fence - 1);
+SELECT sandbox_store.sandbox_delete('b-fence', fence => fence - 1) FROM b_newest;
+\set VERBOSITY default
+SELECT count(*) AS records FROM sandbox_store.instances WHERE key = 'b-fence';
+SELECT provider_sandbox_id FROM b_newest,
+       sandbox_store.sandbox_upsert('b-fence', 'e2b', 'sbx-newest', 't-b', fence => fence);
+SELECT sandbox_store.sandbox_delete('b-fence', fence => fence) FROM b_newest;
+SELECT sandbox_store.sandbox_release('b-fence', owner_token) FROM b_newest;
+
+-- An unfenced sandbox_upsert takes the key's lock, until the transaction
+-- ends, under REPEATABLE READ and SERIALIZABLE only; at READ COMMITTED it
+-- takes none.
+CREATE TEMP VIEW b_my_key_locks AS
+  SELECT count(*) AS key_locks FROM pg_locks
+   WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 21314
+     AND granted;
+BEGIN ISOLATION LEVEL READ COMMITTED;
+SELECT key FROM sandbox_store.sandbox_upsert('b-lock', 'e2b', 'sbx-l', 't-b');
+SELECT * FROM b_my_key_locks;
+COMMIT;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT key FROM sandbox_store.sandbox_upsert('b-lock', 'e2b', 'sbx-l', 't-b');
+SELECT * FROM b_my_key_locks;
+SELECT objid::bigint = (sandbox_store.sandbox_lock_id('b-lock') & 4294967295) AS the_key_lock
+  FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 21314;
+COMMIT;
+SELECT * FROM b_my_key_locks;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT key FROM sandbox_store.sandbox_upsert('b-lock', 'e2b', 'sbx-l', 't-b');
+SELECT * FROM b_my_key_locks;
+ROLLBACK;
+
+SELECT sandbox_store.sandbox_delete(key) FROM sandbox_store.instances WHERE key LIKE 'b-%' ORDER BY key;
