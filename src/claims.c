@@ -137,12 +137,21 @@ sb_claim_token_set(const text *key)
 	if (sb_direct_reads())
 	{
 		const SbRelations *rels = sb_relations();
-		Datum values[Natts_leases];
-		bool nulls[Natts_leases];
+		TupleDesc desc;
+		HeapTuple row =
+			sb_direct_fetch("leases", rels->leases, rels->leases_pkey, key, snapshot, &desc);
 
-		set = sb_direct_fetch("leases", rels->leases, rels->leases_pkey, key, snapshot,
-							  Natts_leases, values, nulls) &&
-			  !nulls[Anum_leases_owner_token - 1];
+		set = false;
+		if (row != NULL)
+		{
+			int attnum = SPI_fnumber(desc, "owner_token");
+			bool isnull;
+
+			if (attnum <= 0)
+				sb_report_missing_table("leases.owner_token");
+			(void) heap_getattr(row, attnum, desc, &isnull);
+			set = !isnull;
+		}
 	}
 	else
 	{

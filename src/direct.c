@@ -104,44 +104,39 @@ sb_direct_reads(void)
 /*
  * The row of key in relid (the table called table), found through its
  * primary key pkey (on one text column) with snapshot: a copy in the current
- * memory context (values deformed into values/nulls, natts of them), or
- * false if there is none.
+ * memory context, or NULL if there is none.  *desc is set to the table's
+ * descriptor, valid for the rest of the transaction (the table stays locked
+ * ACCESS SHARE, so its columns cannot change); read columns by name from it,
+ * never by position: an admin may have added or dropped columns.
  */
-bool
+HeapTuple
 sb_direct_fetch(const char *table, Oid relid, Oid pkey, const text *key, Snapshot snapshot,
-				int natts, Datum *values, bool *nulls)
+				TupleDesc *desc)
 {
 	Relation heap;
 	Relation index;
 	ScanKeyData skey;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
-	bool found;
+	HeapTuple tuple = NULL;
 
 	if (!OidIsValid(relid) || !OidIsValid(pkey))
 		sb_report_missing_table(OidIsValid(relid) ? psprintf("%s_pkey", table) : table);
 
 	heap = table_open(relid, AccessShareLock);
 	index = index_open(pkey, AccessShareLock);
-	if (RelationGetDescr(heap)->natts != natts)
-		elog(ERROR, "sandbox_store: \"%s\" has %d columns, expected %d",
-			 RelationGetRelationName(heap), RelationGetDescr(heap)->natts, natts);
 	/* The index's own collation, so the btree compares as it was built. */
 	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   index->rd_indcollation[0], F_TEXTEQ, PointerGetDatum(key));
 	slot = table_slot_create(heap, NULL);
 	scan = index_beginscan(heap, index, snapshot, 1, 0);
 	index_rescan(scan, &skey, 1, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
-	if (found)
-	{
-		HeapTuple tuple = ExecCopySlotHeapTuple(slot);
-
-		heap_deform_tuple(tuple, RelationGetDescr(heap), values, nulls);
-	}
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+		tuple = ExecCopySlotHeapTuple(slot);
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
+	*desc = RelationGetDescr(heap);
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
-	return found;
+	return tuple;
 }

@@ -27,9 +27,6 @@
 
 PG_FUNCTION_INFO_V1(sandbox_reap);
 
-#define RECORD_COLUMNS                                                                             \
-	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at"
-
 #define IDLE_CONDITION "updated_at OPERATOR(pg_catalog.<) $1"
 
 /* Idle records, oldest first, each locked as it is read; busy rows are skipped. */
@@ -41,7 +38,7 @@ static SbStatement candidates_stmt = {"SELECT key FROM sandbox_store.instances"
 
 static SbStatement reap_stmt = {"DELETE FROM sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
-								" RETURNING " RECORD_COLUMNS,
+								" RETURNING *",
 								2,
 								{TIMESTAMPTZOID, TEXTOID}};
 
@@ -72,6 +69,8 @@ sandbox_reap(PG_FUNCTION_ARGS)
 	int32 max_rows;
 	int32 reaped = 0;
 	Portal portal;
+	Datum *values;
+	bool *nulls;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -88,6 +87,8 @@ sandbox_reap(PG_FUNCTION_ARGS)
 				 errdetail("The value given is %d.", max_rows)));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	values = palloc(rsinfo->setDesc->natts * sizeof(Datum));
+	nulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
 	SPI_connect();
 	{
 		Datum arg = TimestampTzGetDatum(cutoff);
@@ -111,10 +112,8 @@ sandbox_reap(PG_FUNCTION_ARGS)
 			args[1] = PointerGetDatum(key);
 			if (sb_spi_execute(&reap_stmt, args, NULL, false, InvalidSnapshot) > 0)
 			{
-				Datum values[Natts_instances];
-				bool nulls[Natts_instances];
-
-				heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, nulls);
+				sb_result_values(rsinfo->setDesc, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+								 values, nulls);
 				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 				reaped++;
 			}

@@ -2,7 +2,7 @@
  *
  * result.c
  *	  The row types the row-returning functions return, looked up once per
- *	  backend.
+ *	  backend, and rows of the managed tables copied into them.
  *
  * get_call_result_type() rebuilds a RETURNS TABLE function's row type from
  * pg_proc and registers it again on every call (a tenth of a resume).  The
@@ -17,7 +17,9 @@
  */
 #include "sandbox_store.h"
 
+#include "access/htup_details.h"
 #include "funcapi.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -116,4 +118,46 @@ sb_result_desc(FunctionCallInfo fcinfo, const char *fname, int natts_min, int na
 		entry->desc = desc;
 	entry->valid = true;
 	return entry->desc;
+}
+
+/*
+ * The values of a row of desc, taken from src (described by srcdesc) column
+ * by column name, into values/nulls (desc->natts of each).
+ *
+ * The functions that return rows of sandbox_store.instances return its row
+ * type, which follows the table: an admin may have added columns (returned
+ * with their stored values) or dropped some (dropped columns stay in the
+ * row type, null, and are absent from a statement's result), and a record
+ * column dropped and added again sits at the end.  So a row is never copied
+ * by position.  When both descriptors list the same live columns in the same
+ * order (the usual case) the names are compared once per column.
+ */
+void
+sb_result_values(TupleDesc desc, HeapTuple src, TupleDesc srcdesc, Datum *values, bool *nulls)
+{
+	int next = 0; /* source column after the previous match */
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		int found = -1;
+
+		values[i] = (Datum) 0;
+		nulls[i] = true;
+		if (att->attisdropped)
+			continue;
+		for (int n = 0; n < srcdesc->natts && found < 0; n++)
+		{
+			int j = (next + n) % srcdesc->natts;
+			Form_pg_attribute satt = TupleDescAttr(srcdesc, j);
+
+			if (!satt->attisdropped && namestrcmp(&satt->attname, NameStr(att->attname)) == 0)
+				found = j;
+		}
+		if (found < 0)
+			elog(ERROR, "sandbox_store: column \"%s\" of the result is not in the row read",
+				 NameStr(att->attname));
+		values[i] = heap_getattr(src, found + 1, srcdesc, &nulls[i]);
+		next = found + 1;
+	}
 }

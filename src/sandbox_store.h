@@ -5,11 +5,11 @@
  *	  managed tables, the lock namespace, and the entry points each source
  *	  file offers the others.
  *
- * The Anum_* constants mirror the column order of sandbox_store.instances
- * and sandbox_store.leases (sql/sandbox_store--*.sql).  Every SPI statement
- * selects the record columns in exactly this order, so a result tuple's
- * attribute N is the table's column N.  Upgrade scripts may only add
- * columns at the end.
+ * The Anum_* constants give the order in which every SPI statement that
+ * names the record columns selects them (RECORD_COLUMNS), so attribute N of
+ * its result is record column N.  They match the order of a fresh table's
+ * columns, but an admin may add, drop and re-add columns: rows of the tables
+ * themselves are read by column name (sb_result_values, direct.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -119,8 +119,8 @@ extern void sb_direct_init(void);
 extern const SbRelations *sb_relations(void);
 extern void sb_report_missing_table(const char *name) pg_attribute_noreturn();
 extern bool sb_direct_reads(void);
-extern bool sb_direct_fetch(const char *table, Oid relid, Oid pkey, const text *key,
-							Snapshot snapshot, int natts, Datum *values, bool *nulls);
+extern HeapTuple sb_direct_fetch(const char *table, Oid relid, Oid pkey, const text *key,
+								 Snapshot snapshot, TupleDesc *desc);
 
 /* locks.c */
 extern uint64 sb_lock_id(const text *key);
@@ -155,6 +155,8 @@ extern void sb_check_fence(const text *key, int64 fence);
 extern void sb_result_init(void);
 extern TupleDesc sb_result_desc(FunctionCallInfo fcinfo, const char *fname, int natts_min,
 								int natts_max);
+extern void sb_result_values(TupleDesc desc, HeapTuple src, TupleDesc srcdesc, Datum *values,
+							 bool *nulls);
 
 /* store.c */
 extern bool sb_store_stamp(const text *key, const text *run_id, const Interval *max_age,

@@ -51,8 +51,15 @@ static SbStatement lock_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_st
 								1,
 								{TEXTOID}};
 
+/*
+ * The rows a function returns as rows of the table select every column (*):
+ * the function's row type is the table's, with any column an admin added.
+ */
+static SbStatement get_stmt = {
+	"SELECT * FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}};
+
 /* The records of a thread. */
-static SbStatement list_stmt = {"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
+static SbStatement list_stmt = {"SELECT * FROM sandbox_store.instances"
 								" WHERE thread_id OPERATOR(pg_catalog.=) $1"
 								" ORDER BY updated_at DESC, key",
 								1,
@@ -69,7 +76,7 @@ static SbStatement upsert_stmt = {
 	" thread_id = EXCLUDED.thread_id,"
 	" latest_run_id = EXCLUDED.latest_run_id,"
 	" updated_at = EXCLUDED.updated_at"
-	" RETURNING " RECORD_COLUMNS,
+	" RETURNING *",
 	Natts_instances,
 	{TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}};
 
@@ -215,13 +222,14 @@ static void
 return_rows(FunctionCallInfo fcinfo)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum *values = palloc(rsinfo->setDesc->natts * sizeof(Datum));
+	bool *nulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
 
 	for (uint64 row = 0; row < SPI_processed; row++)
 	{
-		SbRecord rec;
-
-		read_record(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, &rec);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, rec.values, rec.nulls);
+		sb_result_values(rsinfo->setDesc, SPI_tuptable->vals[row], SPI_tuptable->tupdesc, values,
+						 nulls);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
 
@@ -241,7 +249,8 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 	Datum args[Natts_instances];
 	char nulls[Natts_instances];
 	TupleDesc desc;
-	SbRecord rec;
+	Datum *values;
+	bool *isnull;
 	HeapTuple result;
 	int64 fence;
 	bool fenced;
@@ -263,7 +272,7 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 		nulls[i] =
 			DatumGetPointer(args[i]) == NULL && i != Anum_instances_updated_at - 1 ? 'n' : ' ';
 
-	desc = sb_result_desc(fcinfo, "sandbox_upsert", Natts_instances, Natts_instances);
+	desc = sb_result_desc(fcinfo, "sandbox_upsert", 1, MaxTupleAttributeNumber);
 
 	/*
 	 * A fenced write takes the key's lock to check its fence.  Under
@@ -293,9 +302,11 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 		lookup_current(args[Anum_instances_key - 1]);
 	if (sb_spi_execute(&upsert_stmt, args, nulls, false, InvalidSnapshot) != 1)
 		elog(ERROR, "upsert of a sandbox record returned no row");
-	read_record(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, &rec);
 	MemoryContextSwitchTo(outer);
-	result = heap_form_tuple(desc, rec.values, rec.nulls);
+	values = palloc(desc->natts * sizeof(Datum));
+	isnull = palloc(desc->natts * sizeof(bool));
+	sb_result_values(desc, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, isnull);
+	result = heap_form_tuple(desc, values, isnull);
 	SPI_finish();
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(result));
@@ -316,16 +327,23 @@ sandbox_get(PG_FUNCTION_ARGS)
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		const SbRelations *rels = sb_relations();
-		SbRecord rec;
+		TupleDesc desc;
+		HeapTuple row =
+			sb_direct_fetch("instances", rels->instances, rels->instances_pkey,
+							(const text *) DatumGetPointer(key), GetActiveSnapshot(), &desc);
 
-		if (sb_direct_fetch("instances", rels->instances, rels->instances_pkey,
-							(const text *) DatumGetPointer(key), GetActiveSnapshot(),
-							Natts_instances, rec.values, rec.nulls))
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, rec.values, rec.nulls);
+		if (row != NULL)
+		{
+			Datum *values = palloc(rsinfo->setDesc->natts * sizeof(Datum));
+			bool *nulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
+
+			sb_result_values(rsinfo->setDesc, row, desc, values, nulls);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
 		return (Datum) 0;
 	}
 	SPI_connect();
-	sb_spi_execute(&lookup_stmt, &key, NULL, true, InvalidSnapshot);
+	sb_spi_execute(&get_stmt, &key, NULL, true, InvalidSnapshot);
 	return_rows(fcinfo);
 	SPI_finish();
 	return (Datum) 0;
