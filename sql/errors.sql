@@ -125,6 +125,19 @@ INSERT INTO calls(q) VALUES
   ($$SELECT sandbox_store.sandbox_reap('-1 second')$$),
   ($$SELECT sandbox_store.sandbox_reap('1 day -25 hours')$$),
   ($$SELECT sandbox_store.sandbox_reap('1 day', 0)$$),
+-- 22023: an interval with parts of both signs, whose sign depends on the
+-- date: '-1 year +360 days 00:00:01' compares above zero but moves a
+-- timestamp about five days back (a lease that would already be over, an
+-- idle_for or max_age that would make every record old); '1 day -1 hour'
+-- likewise, for a day of DST.
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', lease => '-1 year +360 days 00:00:01')$$),
+  ($$SELECT sandbox_store.sandbox_claim('err-key', lease => '-1 year +360 days 00:00:01')$$),
+  ($$SELECT sandbox_store.sandbox_renew('err-key', '00000000-0000-0000-0000-000000000000', '1 mon -29 days')$$),
+  ($$SELECT sandbox_store.sandbox_reap('-1 year +360 days 00:00:01')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', max_age => '-1 year +360 days 00:00:01')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', max_age => '1 day -1 hour')$$),
+  ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', wait => '1 mon -1 day')$$),
+  ($$SELECT sandbox_store.sandbox_claim('err-key', '1 minute', wait => '-1 day 25 hours')$$),
   ($$SELECT sandbox_store.sandbox_reap('1 day', max_rows => -1)$$),
 -- 22001: text over 1024 bytes.
   ($$SELECT sandbox_store.sandbox_ensure(repeat('k', 1025), 'r', lease => '1 minute')$$),

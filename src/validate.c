@@ -56,24 +56,61 @@ sb_optional_text(FunctionCallInfo fcinfo, int argno, const char *argname)
 	return PG_GETARG_TEXT_PP(argno);
 }
 
+static void
+report_interval(const char *argname, const char *what, const Interval *value)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must %s", argname, what),
+			 errdetail("The value given is %s.", DatumGetCString(DirectFunctionCall1(
+													 interval_out, IntervalPGetDatum(value))))));
+}
+
+static void
+report_mixed_interval(const char *argname, const Interval *value)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		 errmsg("%s must not mix negative and positive parts", argname),
+		 errdetail(
+			 "The value given is %s.  Its months, days and time last differently on different dates, so its sign depends on the date.",
+			 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(value))))),
+		errhint(
+			"Write it with parts of one sign, such as '36 hours' instead of '2 days -12 hours'."));
+}
+
+/*
+ * Check the sign of a duration.  An interval is compared as if a month were
+ * 30 days and a day 24 hours, but added to a timestamp with the calendar's
+ * months and days: '-1 year +360 days 00:00:01' compares above zero yet
+ * moves a timestamp five days back.  So the sign is judged part by part:
+ * months, days and time must each be >= 0, which makes now + value >= now
+ * on every date; positive also needs one part > 0.
+ */
+static void
+check_interval_sign(const Interval *value, const char *argname, bool positive)
+{
+	bool some_negative = value->month < 0 || value->day < 0 || value->time < 0;
+	bool some_positive = value->month > 0 || value->day > 0 || value->time > 0;
+
+	if (some_negative && some_positive)
+		report_mixed_interval(argname, value);
+	if (some_negative)
+		report_interval(argname, positive ? "be positive" : "not be negative", value);
+	if (positive && !some_positive)
+		report_interval(argname, "be positive", value);
+}
+
 /* An interval argument that may be NULL; when present, not negative. */
 Interval *
 sb_optional_interval(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	Interval *value;
-	Interval zero = {0};
 
 	if (PG_ARGISNULL(argno))
 		return NULL;
 	value = PG_GETARG_INTERVAL_P(argno);
-	/* interval_lt compares as ORDER BY does: '1 day -25 hours' < '0'. */
-	if (DatumGetBool(
-			DirectFunctionCall2(interval_lt, IntervalPGetDatum(value), IntervalPGetDatum(&zero))))
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must not be negative", argname),
-			 errdetail("The value given is %s.", DatumGetCString(DirectFunctionCall1(
-													 interval_out, IntervalPGetDatum(value))))));
+	check_interval_sign(value, argname, false);
 	return value;
 }
 
@@ -105,7 +142,6 @@ Interval *
 sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bool required)
 {
 	Interval *value;
-	Interval zero = {0};
 
 	if (PG_ARGISNULL(argno))
 	{
@@ -115,13 +151,7 @@ sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bo
 		return NULL;
 	}
 	value = PG_GETARG_INTERVAL_P(argno);
-	if (!DatumGetBool(
-			DirectFunctionCall2(interval_gt, IntervalPGetDatum(value), IntervalPGetDatum(&zero))))
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be positive", argname),
-			 errdetail("The value given is %s.", DatumGetCString(DirectFunctionCall1(
-													 interval_out, IntervalPGetDatum(value))))));
+	check_interval_sign(value, argname, true);
 	/* now + value must stay a timestamp (an upper bound of the span: 31-day months). */
 	if (Abs((double) value->month) * 31 * USECS_PER_DAY + Abs((double) value->day) * USECS_PER_DAY +
 			Abs((double) value->time) >=
