@@ -92,3 +92,27 @@ SELECT * FROM b_my_key_locks;
 ROLLBACK;
 
 SELECT sandbox_store.sandbox_delete(key) FROM sandbox_store.instances WHERE key LIKE 'b-%' ORDER BY key;
+
+-- A wait that ends says which limit ended it: the wait argument or
+-- lock_timeout, whichever came first.  (The claim's expiry is masked.)
+CREATE FUNCTION b_wait_error(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  st text; detail text; hint text;
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+  RETURN st || ': ' || regexp_replace(regexp_replace(detail, 'until .* past', 'until ... past'), 'fence [0-9]+', 'fence N') || ' / ' || hint;
+END
+$$;
+SELECT fence > 0 AS claimed FROM sandbox_store.sandbox_claim('b-wait', lease => '1 hour');
+SET lock_timeout = '150ms';
+SELECT b_wait_error($$SELECT sandbox_store.sandbox_claim('b-wait', lease => '1 min', wait => '5 s')$$);
+SELECT b_wait_error($$SELECT sandbox_store.sandbox_ensure('b-wait', 'r', wait => '5 s')$$);
+SELECT b_wait_error($$SELECT sandbox_store.sandbox_claim('b-wait', lease => '1 min', wait => '50 ms')$$);
+SELECT b_wait_error($$SELECT sandbox_store.sandbox_lock('b-wait')$$);
+RESET lock_timeout;
+SELECT b_wait_error($$SELECT sandbox_store.sandbox_lock('b-wait', wait => '50 ms')$$);
+SELECT sandbox_store.sandbox_release('b-wait', owner_token) FROM sandbox_store.claims WHERE key = 'b-wait';
+DROP FUNCTION b_wait_error(text);

@@ -88,6 +88,7 @@ sb_wait_from(const Interval *wait)
 
 	w.wait = wait;
 	w.deadline = current;
+	w.by_lock_timeout = false;
 	if (wait != NULL)
 	{
 		double usecs = (double) wait->time + (double) wait->day * USECS_PER_DAY +
@@ -104,7 +105,10 @@ sb_wait_from(const Interval *wait)
 		TimestampTz by_lock_timeout = TimestampTzPlusMilliseconds(current, LockTimeout);
 
 		if (forever || by_lock_timeout < w.deadline)
+		{
 			w.deadline = by_lock_timeout;
+			w.by_lock_timeout = true;
+		}
 		forever = false;
 	}
 	w.bounded = !forever;
@@ -123,28 +127,39 @@ ms_left(const SbWait *wait)
 	return usecs / 1000 >= INT_MAX ? INT_MAX : (int) ((usecs + 999) / 1000);
 }
 
+/* Which limit ended a wait, for the messages below. */
+static char *
+wait_limit(const SbWait *wait)
+{
+	if (wait->by_lock_timeout || wait->wait == NULL)
+		return psprintf("lock_timeout (%s)", GetConfigOptionByName("lock_timeout", NULL, false));
+	return psprintf("the wait (%s)", DatumGetCString(DirectFunctionCall1(
+										 interval_out, IntervalPGetDatum(wait->wait))));
+}
+
+/*
+ * The key could not be taken within the wait: 55P03, saying which limit
+ * (the wait argument or lock_timeout, whichever came first) ended it.
+ */
 void
 sb_report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
 {
-	char *waited =
-		wait->wait
-			? DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(wait->wait)))
-			: pstrdup("lock_timeout");
+	const char *hint = wait->by_lock_timeout || wait->wait == NULL
+						   ? "Retry later, or raise lock_timeout."
+						   : "Retry later, or pass a longer wait.";
 
 	if (claim)
-		ereport(
-			ERROR,
-			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-			 errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
-			 errdetail("The key is claimed (fence " INT64_FORMAT ") until %s, past the wait (%s).",
-					   claim->fence, timestamptz_to_str(claim->lease_expires_at), waited),
-			 errhint("Retry later, or pass a longer wait.")));
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-		 errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
-		 errdetail("Another transaction holds the key's lock, and the wait (%s) is over.", waited),
-		 errhint("Retry later, or pass a longer wait.")));
+		ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+						errdetail("The key is claimed (fence " INT64_FORMAT ") until %s, past %s.",
+								  claim->fence, timestamptz_to_str(claim->lease_expires_at),
+								  wait_limit(wait)),
+						errhint("%s", hint)));
+	ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+					errdetail("Another transaction holds the key's lock, and %s is over.",
+							  wait_limit(wait)),
+					errhint("%s", hint)));
 }
 
 /*

@@ -84,6 +84,7 @@ typedef struct SbWait
 	const Interval *wait; /* the argument (NULL: as the session allows) */
 	bool bounded;         /* false: no bound but the session's timeouts */
 	TimestampTz deadline; /* when bounded */
+	bool by_lock_timeout; /* the deadline is lock_timeout's, not the wait's */
 } SbWait;
 
 /* validate.c */
