@@ -317,8 +317,9 @@ static SbStatement holder_stmt = {
 /*
  * sandbox_lock_holder(key text) RETURNS int (version 1.1)
  *
- * The pid of the backend whose transaction holds the key's lock, or NULL.
- * (A claim has no backend: see the view sandbox_store.claims.)
+ * The pid of the backend whose transaction holds the key's lock, 0 when a
+ * prepared transaction holds it, or NULL when nobody does.  (A claim has no
+ * backend: see the view sandbox_store.claims.)
  */
 Datum
 sandbox_lock_holder(PG_FUNCTION_ARGS)
@@ -341,6 +342,13 @@ sandbox_lock_holder(PG_FUNCTION_ARGS)
 		bool isnull;
 
 		pid = DatumGetInt32(heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, &isnull));
+		/*
+		 * A prepared transaction holds the lock with no backend (pg_locks.pid
+		 * is NULL): 0, as pg_blocking_pids reports one.  NULL would say the
+		 * key is free.
+		 */
+		if (isnull)
+			pid = 0;
 	}
 	SPI_finish();
 	if (!found)
