@@ -136,10 +136,8 @@ sb_claim_token_set(const text *key)
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
 	if (sb_direct_reads())
 	{
-		const SbRelations *rels = sb_relations();
 		TupleDesc desc;
-		HeapTuple row =
-			sb_direct_fetch("leases", rels->leases, rels->leases_pkey, key, snapshot, &desc);
+		HeapTuple row = sb_direct_fetch(SB_LEASES, key, snapshot, &desc);
 
 		set = false;
 		if (row != NULL)

@@ -30,6 +30,8 @@
 #include "commands/extension.h"
 #include "catalog/namespace.h"
 #include "executor/tuptable.h"
+#include "storage/lmgr.h"
+#include "storage/sinval.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
@@ -76,9 +78,7 @@ sb_relations(void)
 		Oid nsp = get_namespace_oid("sandbox_store", false);
 
 		relations.instances = get_relname_relid("instances", nsp);
-		relations.instances_pkey = get_relname_relid("instances_pkey", nsp);
 		relations.leases = get_relname_relid("leases", nsp);
-		relations.leases_pkey = get_relname_relid("leases_pkey", nsp);
 		relations.citus = OidIsValid(get_extension_oid("citus", true));
 		relations_known = true;
 	}
@@ -102,28 +102,61 @@ sb_direct_reads(void)
 }
 
 /*
- * The row of key in relid (the table called table), found through its
- * primary key pkey (on one text column) with snapshot: a copy in the current
+ * Lock the managed table which (SB_INSTANCES or SB_LEASES) ACCESS SHARE and
+ * return its OID, as of after the lock.  The OID known before the lock may
+ * be stale once it is granted: the wait for the lock is where invalidations
+ * are taken in, so a table replaced while this call waited (an extension
+ * update) is looked up again, as RangeVarGetRelidExtended does for names.
+ */
+static Oid
+lock_table(SbTable which)
+{
+	for (;;)
+	{
+		uint64 inval_count = SharedInvalidMessageCounter;
+		const SbRelations *rels = sb_relations();
+		Oid relid = which == SB_INSTANCES ? rels->instances : rels->leases;
+
+		if (!OidIsValid(relid))
+			sb_report_missing_table(which == SB_INSTANCES ? "instances" : "leases");
+		LockRelationOid(relid, AccessShareLock);
+		if (inval_count == SharedInvalidMessageCounter)
+			return relid;
+		rels = sb_relations();
+		if (relid == (which == SB_INSTANCES ? rels->instances : rels->leases))
+			return relid;
+		UnlockRelationOid(relid, AccessShareLock);
+	}
+}
+
+/*
+ * The row of key in the managed table which, found through the table's
+ * primary key (on one text column) with snapshot: a copy in the current
  * memory context, or NULL if there is none.  *desc is set to the table's
  * descriptor, valid for the rest of the transaction (the table stays locked
  * ACCESS SHARE, so its columns cannot change); read columns by name from it,
  * never by position: an admin may have added or dropped columns.
+ *
+ * The index is the one the table's relation cache names as its primary key
+ * once the table is locked, never an OID remembered from before: REINDEX
+ * CONCURRENTLY or an admin's DROP and ADD of the constraint replace it, and
+ * an index dropped that way waits for the lock this call now holds.
  */
 HeapTuple
-sb_direct_fetch(const char *table, Oid relid, Oid pkey, const text *key, Snapshot snapshot,
-				TupleDesc *desc)
+sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *desc)
 {
 	Relation heap;
 	Relation index;
+	Oid pkey;
 	ScanKeyData skey;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	HeapTuple tuple = NULL;
 
-	if (!OidIsValid(relid) || !OidIsValid(pkey))
-		sb_report_missing_table(OidIsValid(relid) ? psprintf("%s_pkey", table) : table);
-
-	heap = table_open(relid, AccessShareLock);
+	heap = table_open(lock_table(which), NoLock);
+	pkey = RelationGetPrimaryKeyIndex(heap);
+	if (!OidIsValid(pkey))
+		sb_report_missing_table(which == SB_INSTANCES ? "instances_pkey" : "leases_pkey");
 	index = index_open(pkey, AccessShareLock);
 	/* The index's own collation, so the btree compares as it was built. */
 	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,

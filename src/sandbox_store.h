@@ -110,9 +110,7 @@ extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
 typedef struct SbRelations
 {
 	Oid instances;
-	Oid instances_pkey;
 	Oid leases; /* InvalidOid before version 1.1 */
-	Oid leases_pkey;
 	bool citus; /* the citus extension is installed */
 } SbRelations;
 
@@ -120,8 +118,14 @@ extern void sb_direct_init(void);
 extern const SbRelations *sb_relations(void);
 extern void sb_report_missing_table(const char *name) pg_attribute_noreturn();
 extern bool sb_direct_reads(void);
-extern HeapTuple sb_direct_fetch(const char *table, Oid relid, Oid pkey, const text *key,
-								 Snapshot snapshot, TupleDesc *desc);
+typedef enum SbTable
+{
+	SB_INSTANCES,
+	SB_LEASES
+} SbTable;
+
+extern HeapTuple sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot,
+								 TupleDesc *desc);
 
 /* locks.c */
 extern uint64 sb_lock_id(const text *key);

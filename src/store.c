@@ -326,11 +326,9 @@ sandbox_get(PG_FUNCTION_ARGS)
 	if (sb_direct_reads())
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-		const SbRelations *rels = sb_relations();
 		TupleDesc desc;
-		HeapTuple row =
-			sb_direct_fetch("instances", rels->instances, rels->instances_pkey,
-							(const text *) DatumGetPointer(key), GetActiveSnapshot(), &desc);
+		HeapTuple row = sb_direct_fetch(SB_INSTANCES, (const text *) DatumGetPointer(key),
+										GetActiveSnapshot(), &desc);
 
 		if (row != NULL)
 		{
