@@ -230,7 +230,7 @@ BEGIN
     RETURN sbfuzz.pick(
         'NULL', '''0''', '''-0''', '''1 microsecond''', '''-1 microsecond''', '''0.5 microseconds''',
         '''-1 day''', '''1 mon -31 days''', '''1 mon -29 days''', '''-1 mon 31 days''',
-        '''1 day -25 hours''', '''-1 day 25 hours''', '''1 day -24 hours''',
+        '''1 day -25 hours''', '''-1 day 25 hours''', '''1 day -24 hours''', '''-1 year +360 days 00:00:01''',
         '''1000000 years''', '''-1000000 years''', '''178000000 years''', '''-178000000 years''',
         '''2147483647 days''', '''-2147483648 days''', '''2147483647 mons''', '''-2147483648 mons''',
         '''2562047788:00:54.775807''', '''-2562047788:00:54.775808''',
