@@ -25,7 +25,7 @@ REGRESS = setup store ensure errors security leases boundaries admin_columns dir
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
 	delete-waits repeatable-read repeatable-read-claim repeatable-read-writers relation-swap lock-space \
 	lease-exclusion lease-release lease-expiry lease-fencing lease-stale-release \
-	reap-skip reap-parallel
+	reap-skip reap-parallel reap-row-locks
 # Perl TAP (PostgreSQL::Test::Cluster): clusters of their own.
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

@@ -5,11 +5,12 @@
  *	  been idle too long and that nobody holds, oldest first, for the app to
  *	  destroy their sandboxes.
  *
- * A reaper never waits.  Candidate rows are read oldest first with FOR
- * UPDATE SKIP LOCKED, so two reapers never return the same record; a key
- * whose lock another transaction holds, or that a live claim holds, is
- * skipped.  Each key's lock is let go as soon as its record is deleted (one
- * lock at a time, however many rows are reaped): the deleted row itself
+ * A reaper never waits.  Candidate rows are read oldest first, without
+ * locks; a key whose lock another transaction holds, or that a live claim
+ * holds, is skipped untouched.  A free key's row is then locked FOR UPDATE
+ * SKIP LOCKED, so two reapers never return the same record and neither waits
+ * for the other.  Each key's lock is let go as soon as its record is deleted
+ * (one lock at a time, however many rows are reaped): the deleted row itself
  * stays locked until the reaper commits, so an ensure of the key that gets
  * in meanwhile waits on the row and then answers create (or resume, if the
  * reaper rolls back).
@@ -29,12 +30,25 @@ PG_FUNCTION_INFO_V1(sandbox_reap);
 
 #define IDLE_CONDITION "updated_at OPERATOR(pg_catalog.<) $1"
 
-/* Idle records, oldest first, each locked as it is read; busy rows are skipped. */
+/*
+ * Idle records, oldest first.  Read without row locks: a row is locked only
+ * once its key has been taken (below), so a reaper never holds a row lock on
+ * a record it skips, which would make the key's holder wait for it.
+ */
 static SbStatement candidates_stmt = {"SELECT key FROM sandbox_store.instances"
-									  " WHERE " IDLE_CONDITION " ORDER BY updated_at, key"
-									  " FOR UPDATE SKIP LOCKED",
+									  " WHERE " IDLE_CONDITION " ORDER BY updated_at, key",
 									  1,
 									  {TIMESTAMPTZOID}};
+
+/*
+ * The candidate's row, locked, if it is still idle and no other transaction
+ * holds it (another reaper's uncommitted delete): skipped, never waited for.
+ */
+static SbStatement lock_stmt = {"SELECT FROM sandbox_store.instances"
+								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
+								" FOR UPDATE SKIP LOCKED",
+								2,
+								{TIMESTAMPTZOID, TEXTOID}};
 
 static SbStatement reap_stmt = {"DELETE FROM sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
@@ -110,7 +124,8 @@ sandbox_reap(PG_FUNCTION_ARGS)
 				continue;
 			args[0] = TimestampTzGetDatum(cutoff);
 			args[1] = PointerGetDatum(key);
-			if (sb_spi_execute(&reap_stmt, args, NULL, false, InvalidSnapshot) > 0)
+			if (sb_spi_execute(&lock_stmt, args, NULL, false, InvalidSnapshot) > 0 &&
+				sb_spi_execute(&reap_stmt, args, NULL, false, InvalidSnapshot) > 0)
 			{
 				sb_result_values(rsinfo->setDesc, SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 								 values, nulls);
