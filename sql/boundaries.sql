@@ -68,6 +68,26 @@ SELECT provider_sandbox_id FROM b_newest,
 SELECT sandbox_store.sandbox_delete('b-fence', fence => fence) FROM b_newest;
 SELECT sandbox_store.sandbox_release('b-fence', owner_token) FROM b_newest;
 
+-- A fence is tied to its key: while a claim holds "b-fx-a", a write to it
+-- fenced with the fence of a claim on another key, or with any number above
+-- the key's own fence, is refused (SB001) and changes nothing; the holder's
+-- own fence goes through.
+CREATE TEMP TABLE b_fx AS
+  SELECT 'a' AS k, fence, owner_token FROM sandbox_store.sandbox_claim('b-fx-a', lease => '1 min')
+  UNION ALL
+  SELECT 'b', fence, owner_token FROM sandbox_store.sandbox_claim('b-fx-b', lease => '1 min');
+\set VERBOSITY sqlstate
+SELECT key FROM sandbox_store.sandbox_upsert('b-fx-a', 'e2b', 'sbx-foreign', 't-b',
+       fence => (SELECT fence FROM b_fx WHERE k = 'b'));
+SELECT sandbox_store.sandbox_delete('b-fx-a', fence => 9223372036854775807);
+SELECT key FROM sandbox_store.sandbox_upsert('b-fx-a', 'e2b', 'sbx-above', 't-b',
+       fence => (SELECT fence + 1 FROM b_fx WHERE k = 'a'));
+\set VERBOSITY default
+SELECT count(*) AS records FROM sandbox_store.instances WHERE key = 'b-fx-a';
+SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_upsert('b-fx-a', 'e2b', 'sbx-own', 't-b',
+       fence => (SELECT fence FROM b_fx WHERE k = 'a'));
+SELECT sandbox_store.sandbox_release('b-fx-' || k, owner_token) FROM b_fx ORDER BY k;
+
 -- An unfenced sandbox_upsert takes the key's lock, until the transaction
 -- ends, under REPEATABLE READ and SERIALIZABLE only; at READ COMMITTED it
 -- takes none.

@@ -147,7 +147,8 @@ SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_get('L-new');
 SELECT fence AS old_fence FROM c WHERE step = 'recreate by age' \gset
 SELECT sandbox_store.sandbox_delete('L-old', fence => :old_fence) AS deleted;
 SELECT count(*) AS old_records FROM sandbox_store.sandbox_get('L-old');
--- A fenced write to a key never claimed has no newer claim to lose to.
+-- A fenced write to a key never claimed is refused: no fence was ever given
+-- for it, so the fence is not one of its claims (SB001, nothing written).
 SELECT key FROM sandbox_store.sandbox_upsert('L-unclaimed', 'prov-x', 'sbx-u', 'thread-L',
                                              fence => 1);
 SELECT sandbox_store.sandbox_delete('L-unclaimed', fence => 1) AS deleted;

@@ -344,9 +344,41 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	return taken;
 }
 
+static void
+report_fence_lost(const text *key, int64 fence, int64 newest)
+{
+	ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
+					errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
+					errdetail("The write is fenced with " INT64_FORMAT
+							  ", but the key has fence " INT64_FORMAT
+							  " since it was claimed or taken over again.",
+							  fence, newest),
+					errhint("Stop writing for this key; nothing was changed.")));
+}
+
+static void
+report_fence_foreign(const text *key, int64 fence, int64 newest)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_SB_CLAIM_LOST),
+		 errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
+		 newest == 0
+			 ? errdetail("The write is fenced with " INT64_FORMAT
+						 ", but the key was never claimed.",
+						 fence)
+			 : errdetail("The write is fenced with " INT64_FORMAT
+						 ", which was never given for this key (its fence is " INT64_FORMAT ").",
+						 fence, newest),
+		 errhint("Fence a write with the fence of a claim on the same key; nothing was changed.")));
+}
+
 /*
- * With the key's advisory lock held: refuse a write fenced with fence if a
- * newer claim was given for the key (SQLSTATE SB001).  Read with the newest
+ * With the key's advisory lock held: refuse (SQLSTATE SB001) a write fenced
+ * with anything but the key's newest fence, the one its latest claim was
+ * given.  A smaller fence belongs to a claim that was taken over since; a
+ * larger one, or one of a key never claimed, was never given for this key
+ * (another key's fence, or a made-up number).  Read with the newest
  * snapshot, so a claim committed after this transaction's snapshot counts.
  */
 void
@@ -369,13 +401,9 @@ sb_check_fence(const text *key, int64 fence)
 	}
 	SPI_finish();
 	if (newest > fence)
-		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
-						errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
-						errdetail("The write is fenced with " INT64_FORMAT
-								  ", but the key has fence " INT64_FORMAT
-								  " since it was claimed or taken over again.",
-								  fence, newest),
-						errhint("Another session took the key over; nothing was changed.")));
+		report_fence_lost(key, fence, newest);
+	if (newest != fence)
+		report_fence_foreign(key, fence, newest);
 }
 
 static void
