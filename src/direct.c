@@ -29,6 +29,7 @@
 #include "access/tableam.h"
 #include "commands/extension.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "executor/tuptable.h"
 #include "storage/lmgr.h"
 #include "storage/sinval.h"
@@ -44,7 +45,8 @@
 static bool direct_reads = true;
 
 /*
- * OIDs of the tables, their primary keys, and whether citus is installed,
+ * OIDs of the tables, whether row-level security is on for either, and
+ * whether citus is installed,
  * looked up again after any relation is created, dropped or renamed (which
  * CREATE EXTENSION citus and ALTER EXTENSION sandbox_store UPDATE both do).
  */
@@ -70,6 +72,24 @@ sb_direct_init(void)
 	CacheRegisterSyscacheCallback(RELNAMENSP, relations_changed, (Datum) 0);
 }
 
+/* Whether row-level security is enabled (or forced) on relid. */
+static bool
+row_security_on(Oid relid)
+{
+	HeapTuple tuple;
+	bool on;
+
+	if (!OidIsValid(relid))
+		return false;
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	on = ((Form_pg_class) GETSTRUCT(tuple))->relrowsecurity ||
+		 ((Form_pg_class) GETSTRUCT(tuple))->relforcerowsecurity;
+	ReleaseSysCache(tuple);
+	return on;
+}
+
 const SbRelations *
 sb_relations(void)
 {
@@ -80,6 +100,8 @@ sb_relations(void)
 		relations.instances = get_relname_relid("instances", nsp);
 		relations.leases = get_relname_relid("leases", nsp);
 		relations.citus = OidIsValid(get_extension_oid("citus", true));
+		relations.row_security =
+			row_security_on(relations.instances) || row_security_on(relations.leases);
 		relations_known = true;
 	}
 	return &relations;
@@ -92,6 +114,26 @@ sb_report_missing_table(const char *name)
 	ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
 					errmsg("relation \"sandbox_store.%s\" does not exist", name),
 					errhint("Reinstall the extension with DROP EXTENSION and CREATE EXTENSION.")));
+}
+
+/*
+ * Row-level security on a managed table is refused, not half-applied: the
+ * functions read and write the tables as their owner for every caller, so a
+ * policy could only ever filter the owner, and the direct reads (which run
+ * no query) would not see it at all.  Access is controlled by EXECUTE on the
+ * functions instead.
+ */
+void
+sb_report_row_security(void)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+		 errmsg("row-level security on the tables of sandbox_store is not supported"),
+		 errdetail(
+			 "The extension's functions read and write sandbox_store.instances and sandbox_store.leases as their owner for every caller, so a policy cannot tell callers apart."),
+		 errhint(
+			 "Run ALTER TABLE ... DISABLE ROW LEVEL SECURITY (and NO FORCE ROW LEVEL SECURITY) on them, and grant EXECUTE on the functions only to the roles that may use them.")));
 }
 
 /* Whether reads may be direct now. */
@@ -154,6 +196,8 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 	HeapTuple tuple = NULL;
 
 	heap = table_open(lock_table(which), NoLock);
+	if (sb_relations()->row_security)
+		sb_report_row_security();
 	pkey = RelationGetPrimaryKeyIndex(heap);
 	if (!OidIsValid(pkey))
 		sb_report_missing_table(which == SB_INSTANCES ? "instances_pkey" : "leases_pkey");

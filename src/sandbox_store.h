@@ -110,13 +110,15 @@ extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
 typedef struct SbRelations
 {
 	Oid instances;
-	Oid leases; /* InvalidOid before version 1.1 */
-	bool citus; /* the citus extension is installed */
+	Oid leases;        /* InvalidOid before version 1.1 */
+	bool citus;        /* the citus extension is installed */
+	bool row_security; /* enabled or forced on a managed table: refused */
 } SbRelations;
 
 extern void sb_direct_init(void);
 extern const SbRelations *sb_relations(void);
 extern void sb_report_missing_table(const char *name) pg_attribute_noreturn();
+extern void sb_report_row_security(void) pg_attribute_noreturn();
 extern bool sb_direct_reads(void);
 typedef enum SbTable
 {

@@ -43,23 +43,36 @@ sb_spi_init(void)
 	CacheRegisterRelcacheCallback(table_invalidated, (Datum) 0);
 }
 
+/* The owner of relid. */
+static Oid
+relation_owner(Oid relid)
+{
+	HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Form_pg_class form;
+	Oid owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	form = (Form_pg_class) GETSTRUCT(tuple);
+	owner = form->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
 static Oid
 get_table_owner(void)
 {
 	if (!OidIsValid(table_owner))
 	{
-		Oid relid = sb_relations()->instances;
-		HeapTuple tuple;
+		const SbRelations *rels = sb_relations();
 
-		if (!OidIsValid(relid))
+		if (!OidIsValid(rels->instances))
 			sb_report_missing_table("instances");
-		tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-		if (!HeapTupleIsValid(tuple))
-			elog(ERROR, "cache lookup failed for relation %u", relid);
-		table_owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-		table_relid = relid;
-		ReleaseSysCache(tuple);
+		table_owner = relation_owner(rels->instances);
+		table_relid = rels->instances;
 	}
+	if (sb_relations()->row_security)
+		sb_report_row_security();
 	return table_owner;
 }
 
