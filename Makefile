@@ -20,7 +20,7 @@ PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers
 
 # pg_regress: sql/<name>.sql against expected/<name>.out, in this order.
-REGRESS = setup store ensure errors security leases boundaries admin_columns row_security direct hot upgrade
+REGRESS = setup store ensure errors security leases boundaries admin_columns row_security schema_squat direct hot upgrade
 # pg_isolation_regress: specs/<name>.spec against expected/<name>.out.
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
 	delete-waits repeatable-read repeatable-read-claim repeatable-read-writers relation-swap lock-space \

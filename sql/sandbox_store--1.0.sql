@@ -6,6 +6,30 @@
 -- Every name below is schema-qualified: the script is safe whatever the
 -- installing role's search_path holds.
 
+-- CREATE EXTENSION installs into a schema sandbox_store that already exists.
+-- Refuse one that belongs to anyone but the installing role or a superuser:
+-- its owner could drop what the extension relies on, rename it, and put
+-- look-alike objects in its place.
+DO $$
+DECLARE
+    owner_name pg_catalog.name;
+    trusted boolean;
+BEGIN
+    SELECT r.rolname, r.rolsuper OR r.rolname OPERATOR(pg_catalog.=) CURRENT_USER
+      INTO owner_name, trusted
+      FROM pg_catalog.pg_namespace n
+      JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+     WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store';
+    IF NOT trusted THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('schema "sandbox_store" already exists and belongs to role %I', owner_name),
+            DETAIL = 'The extension installs into that schema, and its owner could replace the extension''s objects.',
+            HINT = 'Drop the schema, or make a superuser its owner (ALTER SCHEMA sandbox_store OWNER TO ...), and run CREATE EXTENSION again.';
+    END IF;
+END
+$$;
+
 CREATE TABLE sandbox_store.instances (
     key                 pg_catalog.text NOT NULL,
     provider            pg_catalog.text NOT NULL,

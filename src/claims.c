@@ -295,7 +295,7 @@ sb_acquire_key(const text *key, const SbWait *wait)
 static void
 flush_fences(void)
 {
-	Oid seq = get_relname_relid("fence_seq", get_namespace_oid("sandbox_store", false));
+	Oid seq = sb_relations()->fence_seq;
 	Relation rel;
 	Buffer buf;
 	XLogRecPtr lsn;

@@ -29,7 +29,10 @@
 #include "access/tableam.h"
 #include "commands/extension.h"
 #include "catalog/namespace.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
 #include "executor/tuptable.h"
 #include "storage/lmgr.h"
 #include "storage/sinval.h"
@@ -45,10 +48,10 @@
 static bool direct_reads = true;
 
 /*
- * OIDs of the tables, whether row-level security is on for either, and
- * whether citus is installed,
- * looked up again after any relation is created, dropped or renamed (which
- * CREATE EXTENSION citus and ALTER EXTENSION sandbox_store UPDATE both do).
+ * The extension's relations, whether row-level security is on for a managed
+ * table, and whether citus is installed: looked up again after any relation
+ * or schema is created, dropped or renamed (which CREATE EXTENSION citus and
+ * ALTER EXTENSION sandbox_store UPDATE both do).
  */
 static bool relations_known = false;
 static SbRelations relations;
@@ -70,6 +73,7 @@ sb_direct_init(void)
 		&direct_reads, true, PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sandbox_store");
 	CacheRegisterSyscacheCallback(RELNAMENSP, relations_changed, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, relations_changed, (Datum) 0);
 }
 
 /* Whether row-level security is enabled (or forced) on relid. */
@@ -90,15 +94,78 @@ row_security_on(Oid relid)
 	return on;
 }
 
+/* The schema extension ext was created in (pg_extension.extnamespace). */
+static Oid
+extension_schema(Oid ext)
+{
+	Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+	Oid nsp = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+/*
+ * The relation relname of schema nsp if the extension ext created it, else
+ * InvalidOid.  Names alone could be redirected (a look-alike table in the
+ * schema); membership of the extension cannot: only the extension's own
+ * scripts add members, and a member cannot be dropped on its own.
+ */
+static Oid
+member_relation(const char *relname, Oid nsp, Oid ext)
+{
+	Oid relid = get_relname_relid(relname, nsp);
+
+	if (OidIsValid(relid) && getExtensionOfObject(RelationRelationId, relid) != ext)
+		return InvalidOid;
+	return relid;
+}
+
+/*
+ * The schema named sandbox_store is not the extension's: someone renamed the
+ * extension's schema and made another one of that name.  The statements name
+ * sandbox_store.*, so nothing may run until that is undone.
+ */
+static void
+report_schema_moved(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("schema \"sandbox_store\" is not the schema of extension sandbox_store"),
+			 errdetail("The extension's schema was renamed, or another schema took its name; "
+					   "calls are refused so that no record is read from or written to "
+					   "tables the extension did not create."),
+			 errhint("Rename the extension's schema back to sandbox_store.")));
+}
+
+/*
+ * The extension's relations, found through the extension itself: its schema
+ * from pg_extension, and only relations that are members of it.
+ */
 const SbRelations *
 sb_relations(void)
 {
 	if (!relations_known)
 	{
-		Oid nsp = get_namespace_oid("sandbox_store", false);
+		Oid ext = get_extension_oid("sandbox_store", true);
+		Oid nsp = OidIsValid(ext) ? extension_schema(ext) : InvalidOid;
 
-		relations.instances = get_relname_relid("instances", nsp);
-		relations.leases = get_relname_relid("leases", nsp);
+		if (!OidIsValid(nsp))
+			sb_report_missing_table("instances");
+		if (get_namespace_oid("sandbox_store", true) != nsp)
+			report_schema_moved();
+		relations.instances = member_relation("instances", nsp, ext);
+		relations.leases = member_relation("leases", nsp, ext);
+		relations.fence_seq = member_relation("fence_seq", nsp, ext);
 		relations.citus = OidIsValid(get_extension_oid("citus", true));
 		relations.row_security =
 			row_security_on(relations.instances) || row_security_on(relations.leases);

@@ -111,6 +111,7 @@ typedef struct SbRelations
 {
 	Oid instances;
 	Oid leases;        /* InvalidOid before version 1.1 */
+	Oid fence_seq;     /* InvalidOid before version 1.1 */
 	bool citus;        /* the citus extension is installed */
 	bool row_security; /* enabled or forced on a managed table: refused */
 } SbRelations;
