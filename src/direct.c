@@ -27,6 +27,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "commands/extension.h"
 #include "catalog/namespace.h"
 #include "catalog/dependency.h"
@@ -216,10 +217,12 @@ sb_direct_reads(void)
  * be stale once it is granted: the wait for the lock is where invalidations
  * are taken in, so a table replaced while this call waited (an extension
  * update) is looked up again, as RangeVarGetRelidExtended does for names.
+ * *changed tells whether invalidations arrived while the lock was taken.
  */
 static Oid
-lock_table(SbTable which)
+lock_table(SbTable which, bool *changed)
 {
+	*changed = false;
 	for (;;)
 	{
 		uint64 inval_count = SharedInvalidMessageCounter;
@@ -231,6 +234,7 @@ lock_table(SbTable which)
 		LockRelationOid(relid, AccessShareLock);
 		if (inval_count == SharedInvalidMessageCounter)
 			return relid;
+		*changed = true;
 		rels = sb_relations();
 		if (relid == (which == SB_INSTANCES ? rels->instances : rels->leases))
 			return relid;
@@ -239,8 +243,50 @@ lock_table(SbTable which)
 }
 
 /*
+ * Whether snapshot predates the transaction that last changed relid's
+ * catalog row (transactionally: ALTER TABLE, a rewrite, an extension update;
+ * VACUUM and ANALYZE update it in place and do not count).
+ */
+static bool
+snapshot_predates_ddl(Oid relid, Snapshot snapshot)
+{
+	HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	TransactionId xmin;
+	bool predates;
+
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	xmin = HeapTupleHeaderGetXmin(tuple->t_data);
+	predates = TransactionIdIsNormal(xmin) && !TransactionIdIsCurrentTransactionId(xmin) &&
+			   XidInMVCCSnapshot(xmin, snapshot);
+	ReleaseSysCache(tuple);
+	return predates;
+}
+
+/*
+ * Lock the managed table which for a read in the statement's snapshot.
+ * Returns true when that snapshot is too old: at READ COMMITTED, when DDL on
+ * the table committed after the snapshot was taken.  A plain SELECT waits
+ * for its tables' locks before it takes its snapshot; a function is called
+ * after, so a table rewritten meanwhile (ALTER TABLE, an extension update)
+ * would look empty to it: its rows are all new.  The caller then reads with
+ * a new snapshot, as the SELECT would have.  Under REPEATABLE READ the
+ * transaction's snapshot stays, as for any query.
+ */
+bool
+sb_lock_table_for_read(SbTable which)
+{
+	bool changed;
+	Oid relid = lock_table(which, &changed);
+
+	return !IsolationUsesXactSnapshot() && snapshot_predates_ddl(relid, GetActiveSnapshot());
+}
+
+/*
  * The row of key in the managed table which, found through the table's
- * primary key (on one text column) with snapshot: a copy in the current
+ * primary key (on one text column) with snapshot (NULL: the statement's, or
+ * a new one if it predates DDL on the table, as in sb_lock_table_for_read):
+ * a copy in the current
  * memory context, or NULL if there is none.  *desc is set to the table's
  * descriptor, valid for the rest of the transaction (the table stays locked
  * ACCESS SHARE, so its columns cannot change); read columns by name from it,
@@ -254,6 +300,7 @@ lock_table(SbTable which)
 HeapTuple
 sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *desc)
 {
+	bool changed;
 	Relation heap;
 	Relation index;
 	Oid pkey;
@@ -262,7 +309,13 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 	TupleTableSlot *slot;
 	HeapTuple tuple = NULL;
 
-	heap = table_open(lock_table(which), NoLock);
+	heap = table_open(lock_table(which, &changed), NoLock);
+	if (snapshot == NULL)
+	{
+		snapshot = GetActiveSnapshot();
+		if (!IsolationUsesXactSnapshot() && snapshot_predates_ddl(RelationGetRelid(heap), snapshot))
+			snapshot = GetLatestSnapshot();
+	}
 	if (sb_relations()->row_security)
 		sb_report_row_security();
 	pkey = RelationGetPrimaryKeyIndex(heap);

@@ -127,6 +127,7 @@ typedef enum SbTable
 	SB_LEASES
 } SbTable;
 
+extern bool sb_lock_table_for_read(SbTable which);
 extern HeapTuple sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot,
 								 TupleDesc *desc);
 

@@ -313,6 +313,17 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The snapshot a read in the caller's snapshot runs with: the statement's
+ * (InvalidSnapshot), or a new one if the table changed while this call
+ * waited for it (sb_lock_table_for_read).
+ */
+static Snapshot
+statement_snapshot(void)
+{
+	return sb_lock_table_for_read(SB_INSTANCES) ? GetLatestSnapshot() : InvalidSnapshot;
+}
+
+/*
  * sandbox_get(key) RETURNS SETOF sandbox_store.instances: 0 or 1 row, in the
  * caller's snapshot.  A direct probe of the primary key (direct.c) when it
  * may be, else the lookup statement.
@@ -327,8 +338,8 @@ sandbox_get(PG_FUNCTION_ARGS)
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		TupleDesc desc;
-		HeapTuple row = sb_direct_fetch(SB_INSTANCES, (const text *) DatumGetPointer(key),
-										GetActiveSnapshot(), &desc);
+		HeapTuple row =
+			sb_direct_fetch(SB_INSTANCES, (const text *) DatumGetPointer(key), NULL, &desc);
 
 		if (row != NULL)
 		{
@@ -341,7 +352,7 @@ sandbox_get(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	SPI_connect();
-	sb_spi_execute(&get_stmt, &key, NULL, true, InvalidSnapshot);
+	sb_spi_execute(&get_stmt, &key, NULL, true, statement_snapshot());
 	return_rows(fcinfo);
 	SPI_finish();
 	return (Datum) 0;
@@ -355,7 +366,7 @@ sandbox_list(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	SPI_connect();
-	sb_spi_execute(&list_stmt, &thread_id, NULL, true, InvalidSnapshot);
+	sb_spi_execute(&list_stmt, &thread_id, NULL, true, statement_snapshot());
 	return_rows(fcinfo);
 	SPI_finish();
 	return (Datum) 0;
