@@ -136,3 +136,26 @@ RESET lock_timeout;
 SELECT b_wait_error($$SELECT sandbox_store.sandbox_lock('b-wait', wait => '50 ms')$$);
 SELECT sandbox_store.sandbox_release('b-wait', owner_token) FROM sandbox_store.claims WHERE key = 'b-wait';
 DROP FUNCTION b_wait_error(text);
+
+-- A lock-mode call refuses to run in a WITH HOLD cursor, whose query runs
+-- while the transaction commits (the lock would end before the result is
+-- read); the failed COMMIT rolls back and nothing is left locked.  Lease
+-- mode is fine there: a claim outlives the transaction.
+BEGIN;
+DECLARE b_hold CURSOR WITH HOLD FOR SELECT action FROM sandbox_store.sandbox_ensure('b-hold', 'run-1');
+COMMIT;
+BEGIN;
+DECLARE b_hold CURSOR WITH HOLD FOR SELECT sandbox_store.sandbox_lock('b-hold');
+FETCH 1 FROM b_hold;
+ROLLBACK;
+BEGIN;
+DECLARE b_hold CURSOR WITH HOLD FOR SELECT sandbox_store.sandbox_try_lock('b-hold');
+COMMIT;
+SELECT * FROM b_my_key_locks;
+BEGIN;
+DECLARE b_hold CURSOR WITH HOLD FOR
+  SELECT action, fence > 0 AS claimed FROM sandbox_store.sandbox_ensure('b-hold', 'run-1', lease => '1 min');
+COMMIT;
+FETCH ALL FROM b_hold;
+CLOSE b_hold;
+SELECT sandbox_store.sandbox_release('b-hold', owner_token) FROM sandbox_store.claims WHERE key = 'b-hold';

@@ -200,6 +200,8 @@ sandbox_ensure(PG_FUNCTION_ARGS)
 		if (desc->natts != ENSURE_NATTS_1_0 && desc->natts != ENSURE_NATTS_1_1)
 			elog(ERROR, "sandbox_ensure must return %d or %d columns", ENSURE_NATTS_1_0,
 				 ENSURE_NATTS_1_1);
+		if (a.lease == NULL)
+			sb_check_lock_scope("sandbox_ensure");
 		if (a.lease != NULL && !sb_claims_enabled())
 			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 							errmsg("lease mode needs sandbox_store 1.1"),

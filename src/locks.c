@@ -32,6 +32,8 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "pgstat.h"
+#include "nodes/parsenodes.h"
+#include "tcop/pquery.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
 
@@ -266,6 +268,25 @@ sb_sleep_until(const SbWait *wait, int *delay_ms, TimestampTz wake_by)
 	*delay_ms = Min(*delay_ms * 2, SB_MAX_POLL_MS);
 }
 
+/*
+ * A transaction-scoped lock is useless in a WITH HOLD cursor: PostgreSQL runs
+ * such a cursor's query to the end while the transaction commits, so the
+ * lock would end before the caller saw the result (and sandbox_ensure would
+ * answer create without its outside-a-transaction WARNING).  Lock-mode calls
+ * refuse to run there.
+ */
+void
+sb_check_lock_scope(const char *fname)
+{
+	if (ActivePortal != NULL && (ActivePortal->cursorOptions & CURSOR_OPT_HOLD))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot run in a WITH HOLD cursor", fname),
+				 errdetail("A WITH HOLD cursor's query runs while its transaction commits, which "
+						   "ends the key's lock before the result is read."),
+				 errhint("Call it in a plain statement inside the transaction, or pass a lease.")));
+}
+
 /* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */
 Datum
 sandbox_lock(PG_FUNCTION_ARGS)
@@ -274,6 +295,7 @@ sandbox_lock(PG_FUNCTION_ARGS)
 	Interval *wait_arg = sb_optional_interval(fcinfo, 1, "wait");
 	SbWait wait = sb_wait_from(wait_arg);
 
+	sb_check_lock_scope("sandbox_lock");
 	sb_acquire_key(key, &wait);
 	PG_RETURN_VOID();
 }
@@ -285,6 +307,7 @@ sandbox_try_lock(PG_FUNCTION_ARGS)
 	text *key = sb_required_text(fcinfo, 0, "key");
 	SbClaim claim;
 
+	sb_check_lock_scope("sandbox_try_lock");
 	if (!sb_try_lock_key(key))
 		PG_RETURN_BOOL(false);
 	if (!sb_key_free(key, &claim))

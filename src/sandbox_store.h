@@ -134,6 +134,7 @@ extern HeapTuple sb_direct_fetch(SbTable which, const text *key, Snapshot snapsh
 /* locks.c */
 extern uint64 sb_lock_id(const text *key);
 extern SbWait sb_wait_from(const Interval *wait);
+extern void sb_check_lock_scope(const char *fname);
 extern void sb_lock_key(const text *key, const SbWait *wait);
 extern bool sb_try_lock_key(const text *key);
 extern void sb_unlock_key(const text *key);
