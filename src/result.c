@@ -129,7 +129,7 @@ sb_result_desc(FunctionCallInfo fcinfo, const char *fname, int natts_min, int na
  * with their stored values) or dropped some (dropped columns stay in the
  * row type, null, and are absent from a statement's result), and a record
  * column dropped and added again sits at the end.  So a row is never copied
- * by position.  When both descriptors list the same live columns in the same
+ * by position.  A column of desc that the row lacks is null.  When both descriptors list the same live columns in the same
  * order (the usual case) the names are compared once per column.
  */
 void
@@ -154,9 +154,13 @@ sb_result_values(TupleDesc desc, HeapTuple src, TupleDesc srcdesc, Datum *values
 			if (!satt->attisdropped && namestrcmp(&satt->attname, NameStr(att->attname)) == 0)
 				found = j;
 		}
+		/*
+		 * Not in the row: a column dropped after the caller's row type was
+		 * fixed (a prepared statement, DDL committed while this call
+		 * waited).  It no longer holds anything: null.
+		 */
 		if (found < 0)
-			elog(ERROR, "sandbox_store: column \"%s\" of the result is not in the row read",
-				 NameStr(att->attname));
+			continue;
 		values[i] = heap_getattr(src, found + 1, srcdesc, &nulls[i]);
 		next = found + 1;
 	}
