@@ -17,6 +17,12 @@
  * database: on Citus the rows live in shards that only an SQL statement
  * reaches, so the callers then run their statements through SPI (spi.c).
  *
+ * It also owns what every path needs to know about the managed tables,
+ * cached per backend: which relations they are (found through the
+ * extension, so a renamed schema or a look-alike table cannot redirect
+ * them), whether row-level security is on (refused), and how a read locks a
+ * table and decides whether its statement's snapshot predates DDL on it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sandbox_store.h"
