@@ -61,12 +61,14 @@ static bool direct_reads = true;
  * ALTER EXTENSION sandbox_store UPDATE both do).
  */
 static bool relations_known = false;
+static uint64 relations_invalidations = 0;
 static SbRelations relations;
 
 static void
 relations_changed(Datum arg, int cacheid, uint32 hashvalue)
 {
 	relations_known = false;
+	relations_invalidations++;
 }
 
 void
@@ -161,22 +163,32 @@ report_schema_moved(void)
 const SbRelations *
 sb_relations(void)
 {
-	if (!relations_known)
+	/*
+	 * The lookups take in invalidations themselves (each catalog they open
+	 * for the first time in a transaction); one that arrives meanwhile may
+	 * concern what was already looked up, so look again until none does.
+	 */
+	while (!relations_known)
 	{
+		uint64 invalidations = relations_invalidations;
 		Oid ext = get_extension_oid("sandbox_store", true);
 		Oid nsp = OidIsValid(ext) ? extension_schema(ext) : InvalidOid;
+		SbRelations found;
 
 		if (!OidIsValid(nsp))
 			sb_report_missing_table("instances");
 		if (get_namespace_oid("sandbox_store", true) != nsp)
 			report_schema_moved();
-		relations.instances = member_relation("instances", nsp, ext);
-		relations.leases = member_relation("leases", nsp, ext);
-		relations.fence_seq = member_relation("fence_seq", nsp, ext);
-		relations.citus = OidIsValid(get_extension_oid("citus", true));
-		relations.row_security =
-			row_security_on(relations.instances) || row_security_on(relations.leases);
-		relations_known = true;
+		found.instances = member_relation("instances", nsp, ext);
+		found.leases = member_relation("leases", nsp, ext);
+		found.fence_seq = member_relation("fence_seq", nsp, ext);
+		found.citus = OidIsValid(get_extension_oid("citus", true));
+		found.row_security = row_security_on(found.instances) || row_security_on(found.leases);
+		if (invalidations == relations_invalidations)
+		{
+			relations = found;
+			relations_known = true;
+		}
 	}
 	return &relations;
 }

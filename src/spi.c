@@ -59,21 +59,33 @@ relation_owner(Oid relid)
 	return owner;
 }
 
+/*
+ * The owner to run statements as.  Every catalog access below may take in
+ * invalidations that reset the cached values (table_invalidated, and the
+ * relations cache of direct.c), so the answer is kept in a local and the
+ * static is only a cache: returning it after a later lookup could return
+ * InvalidOid, and a statement run as no role fails its permission checks.
+ */
 static Oid
 get_table_owner(void)
 {
-	if (!OidIsValid(table_owner))
-	{
-		const SbRelations *rels = sb_relations();
+	const SbRelations *rels = sb_relations();
+	Oid relid = rels->instances;
+	Oid owner = table_owner;
 
-		if (!OidIsValid(rels->instances))
-			sb_report_missing_table("instances");
-		table_owner = relation_owner(rels->instances);
-		table_relid = rels->instances;
-	}
-	if (sb_relations()->row_security)
+	if (rels->row_security)
 		sb_report_row_security();
-	return table_owner;
+	if (!OidIsValid(owner) || table_relid != relid)
+	{
+		if (!OidIsValid(relid))
+			sb_report_missing_table("instances");
+		owner = relation_owner(relid);
+		table_owner = owner;
+		table_relid = relid;
+	}
+	if (!OidIsValid(owner))
+		elog(ERROR, "sandbox_store: no owner found for sandbox_store.instances");
+	return owner;
 }
 
 /* The statement's plan, prepared on first use and kept for the backend. */
