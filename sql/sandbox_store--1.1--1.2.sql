@@ -123,3 +123,16 @@ END
 $$;
 
 DROP FUNCTION sandbox_store.sandbox_ensure_1_1(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval);
+
+-- The row type of instances changed above (text -> bounded_text), and plans
+-- that sessions cached over the functions returning it depend on those
+-- functions, not on the table.  Touch them (same cost as before), so that
+-- every such plan is made again at its next use: a prepared statement whose
+-- output is unchanged (e.g. key::text) keeps working, and one whose output
+-- columns changed type gets PostgreSQL's usual 0A000 "cached plan must not
+-- change result type" (as over a view whose column changed), which drivers
+-- such as pgjdbc answer by preparing again.
+ALTER FUNCTION sandbox_store.sandbox_get(pg_catalog.text) COST 1;
+ALTER FUNCTION sandbox_store.sandbox_list(pg_catalog.text) COST 1;
+ALTER FUNCTION sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8) COST 1;
+ALTER FUNCTION sandbox_store.sandbox_reap(pg_catalog.interval, pg_catalog.int4) COST 1;
