@@ -23,7 +23,7 @@ PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 REGRESS = setup store ensure errors security leases boundaries admin_columns row_security schema_squat direct hot upgrade
 # pg_isolation_regress: specs/<name>.spec against expected/<name>.out.
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
-	delete-waits repeatable-read repeatable-read-claim repeatable-read-writers relation-swap table-rewrite update-in-flight lock-space \
+	delete-waits repeatable-read repeatable-read-claim repeatable-read-writers relation-swap column-change table-rewrite update-in-flight lock-space \
 	lease-exclusion lease-release lease-expiry lease-fencing lease-stale-release \
 	reap-skip reap-parallel reap-row-locks
 # Perl TAP (PostgreSQL::Test::Cluster): clusters of their own.

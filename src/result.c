@@ -19,6 +19,9 @@
 
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "catalog/pg_type_d.h"
+#include "nodes/execnodes.h"
+#include "parser/parse_coerce.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
@@ -121,6 +124,73 @@ sb_result_desc(FunctionCallInfo fcinfo, const char *fname, int natts_min, int na
 }
 
 /*
+ * The descriptor to form the one row of a function that returns a single
+ * row of the table's type (sandbox_upsert) in, given desc, that type as it
+ * is now that the call holds the table.  Called in FROM, the statement was
+ * planned with the row type as it was then, and the executor requires the
+ * row to match it: an admin's ADD or DROP COLUMN committed while the call
+ * waited for the table would fail the statement (42804, or XX000 for a
+ * dropped column).  Then the row is formed in the planned shape instead, as
+ * a record type registered once per call site.  Elsewhere (a select list),
+ * or when nothing changed, desc itself.
+ */
+TupleDesc
+sb_result_planned_desc(FunctionCallInfo fcinfo, TupleDesc desc)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TupleDesc planned;
+	MemoryContext oldcxt;
+
+	if (rsinfo == NULL || !IsA(rsinfo, ReturnSetInfo) || rsinfo->expectedDesc == NULL)
+		return desc;
+	planned = rsinfo->expectedDesc;
+	if (planned->natts == desc->natts)
+	{
+		int i = 0;
+
+		while (i < desc->natts &&
+			   TupleDescAttr(planned, i)->atttypid == TupleDescAttr(desc, i)->atttypid &&
+			   TupleDescAttr(planned, i)->attisdropped == TupleDescAttr(desc, i)->attisdropped)
+			i++;
+		if (i == desc->natts)
+			return desc;
+	}
+	if (fcinfo->flinfo->fn_extra != NULL)
+		return (TupleDesc) fcinfo->flinfo->fn_extra;
+	oldcxt = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	planned = CreateTupleDescCopy(planned);
+	planned->tdtypeid = RECORDOID;
+	planned->tdtypmod = -1;
+	planned = BlessTupleDesc(planned);
+	MemoryContextSwitchTo(oldcxt);
+	fcinfo->flinfo->fn_extra = planned;
+	return planned;
+}
+
+/*
+ * A column of the statement's row type whose type the table no longer has:
+ * retyped by an admin after the statement was planned (or prepared).
+ * PostgreSQL's executor usually refuses such a statement before the call
+ * ("attribute N of type record has wrong type"), since a retype rewrites the
+ * table; this keeps a value of the new type from ever being read as one of
+ * the old if it does not.
+ */
+static void
+report_column_retyped(Form_pg_attribute att, Oid now)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_DATATYPE_MISMATCH),
+		 errmsg(
+			 "column \"%s\" of sandbox_store.instances changed type since the statement was planned",
+			 NameStr(att->attname)),
+		 errdetail("The statement expects type %s; the column now has type %s.",
+				   format_type_be(att->atttypid), format_type_be(now)),
+		 errhint(
+			 "Prepare the statement again; retyping a column of the managed tables is not supported.")));
+}
+
+/*
  * The values of a row of desc, taken from src (described by srcdesc) column
  * by column name, into values/nulls (desc->natts of each).
  *
@@ -161,6 +231,9 @@ sb_result_values(TupleDesc desc, HeapTuple src, TupleDesc srcdesc, Datum *values
 		 */
 		if (found < 0)
 			continue;
+		if (TupleDescAttr(srcdesc, found)->atttypid != att->atttypid &&
+			!IsBinaryCoercible(TupleDescAttr(srcdesc, found)->atttypid, att->atttypid))
+			report_column_retyped(att, TupleDescAttr(srcdesc, found)->atttypid);
 		values[i] = heap_getattr(src, found + 1, srcdesc, &nulls[i]);
 		next = found + 1;
 	}

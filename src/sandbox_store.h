@@ -165,6 +165,7 @@ extern void sb_check_fence(const text *key, int64 fence);
 extern void sb_result_init(void);
 extern TupleDesc sb_result_desc(FunctionCallInfo fcinfo, const char *fname, int natts_min,
 								int natts_max);
+extern TupleDesc sb_result_planned_desc(FunctionCallInfo fcinfo, TupleDesc desc);
 extern void sb_result_values(TupleDesc desc, HeapTuple src, TupleDesc srcdesc, Datum *values,
 							 bool *nulls);
 

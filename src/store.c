@@ -272,8 +272,6 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 		nulls[i] =
 			DatumGetPointer(args[i]) == NULL && i != Anum_instances_updated_at - 1 ? 'n' : ' ';
 
-	desc = sb_result_desc(fcinfo, "sandbox_upsert", 1, MaxTupleAttributeNumber);
-
 	/*
 	 * A fenced write takes the key's lock to check its fence.  Under
 	 * REPEATABLE READ or SERIALIZABLE every write takes it, so that its
@@ -303,6 +301,12 @@ sandbox_upsert(PG_FUNCTION_ARGS)
 	if (sb_spi_execute(&upsert_stmt, args, nulls, false, InvalidSnapshot) != 1)
 		elog(ERROR, "upsert of a sandbox record returned no row");
 	MemoryContextSwitchTo(outer);
+	/*
+	 * The row type now that the table is held: an admin's column change may
+	 * have committed while this call waited for it.
+	 */
+	desc = sb_result_planned_desc(
+		fcinfo, sb_result_desc(fcinfo, "sandbox_upsert", 1, MaxTupleAttributeNumber));
 	values = palloc(desc->natts * sizeof(Datum));
 	isnull = palloc(desc->natts * sizeof(bool));
 	sb_result_values(desc, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, isnull);
