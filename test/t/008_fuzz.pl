@@ -18,6 +18,9 @@
 #       consistent (one ensure row, round trips, lock held after lock ...),
 #       and no lock or lock_timeout change may outlive a transaction.  Then
 #       calls that wait without bound are canceled (pg_cancel_backend).
+#       Then two workers again while an admin changes the tables between
+#       their calls (columns added and dropped, primary keys rebuilt
+#       concurrently, an index created and dropped, ANALYZE).
 #   (b) a bounded sqlsmith run (Debian package sqlsmith) as that role, once
 #       with sqlsmith's routine list narrowed to the extension's functions
 #       and a few builtins, once as it comes.  sqlsmith's queries mostly
@@ -200,6 +203,70 @@ for my $k (sort keys %token)
 		't', "the holder's claim on $k is still its own, and released");
 }
 $holder->quit;
+
+# (a2) An admin changes the managed tables between the workers' calls:
+# columns added (one NOT NULL with a default) and dropped, primary keys
+# rebuilt concurrently, an index created and dropped concurrently, new
+# statistics.  None of these rewrites the table, so every check of the
+# fuzzer still holds (a rewrite is not MVCC-safe for REPEATABLE READ
+# snapshots; specs table-rewrite and update-in-flight cover rewrites).  The
+# workers run the same calls and checks as in (a); the admin's statements
+# take their turn between transactions (lock_timeout 2 s, a failure to get
+# the lock is not an error of the product).
+{
+	my $ddl_seconds = int($seconds / 2) || 1;
+	my @ddl = (
+		'ALTER TABLE sandbox_store.instances ADD COLUMN admin_note text',
+		'REINDEX INDEX CONCURRENTLY sandbox_store.instances_pkey',
+		'ALTER TABLE sandbox_store.instances ADD COLUMN admin_n int8 NOT NULL DEFAULT 7',
+		'ALTER TABLE sandbox_store.leases ADD COLUMN admin_note text',
+		'REINDEX INDEX CONCURRENTLY sandbox_store.leases_pkey',
+		'ALTER TABLE sandbox_store.instances DROP COLUMN admin_note',
+		'CREATE INDEX CONCURRENTLY admin_thread ON sandbox_store.instances (thread_id)',
+		'ANALYZE sandbox_store.instances',
+		'ALTER TABLE sandbox_store.leases DROP COLUMN admin_note',
+		'ALTER TABLE sandbox_store.instances DROP COLUMN admin_n',
+		'DROP INDEX CONCURRENTLY sandbox_store.admin_thread');
+	my (@ddl_runs, %ddl_trace);
+	for my $w (4, 5)
+	{
+		$ddl_trace{$w} = "$tmp/fuzz_w$w.trace";
+		my $h = IPC::Run::start(
+			[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $app, '-c',
+				"CALL sbfuzz.run($w, $seed, $calls, $ddl_seconds, true)" ],
+			'<', \undef, '>', \my $out, '2>', $ddl_trace{$w},
+			IPC::Run::timeout($ddl_seconds + 90));
+		push @ddl_runs, [ $w, $h ];
+	}
+	my ($applied, $i, $t0) = (0, 0, time);
+	while (grep { $_->[1]->pumpable } @ddl_runs)
+	{
+		my $sql = $ddl[ $i % @ddl ];
+		my ($rc) = $node->psql('postgres', "SET lock_timeout = '2s'; $sql");
+		if ($rc == 0) { $applied++; $i++; }
+		last if time - $t0 > $ddl_seconds + 60;
+		usleep(50_000);
+	}
+	# Leave the tables as the extension made them.
+	for my $sql (
+		'ALTER TABLE sandbox_store.instances DROP COLUMN IF EXISTS admin_note',
+		'ALTER TABLE sandbox_store.instances DROP COLUMN IF EXISTS admin_n',
+		'ALTER TABLE sandbox_store.leases DROP COLUMN IF EXISTS admin_note',
+		'DROP INDEX IF EXISTS sandbox_store.admin_thread')
+	{
+		$node->safe_psql('postgres', $sql);
+	}
+	for my $r (@ddl_runs)
+	{
+		my ($w, $h) = @$r;
+		my $ok = eval { $h->finish };
+		ok($ok, "fuzz worker $w (admin changes meanwhile) finished")
+		  or diag("worker $w, last calls:\n" . trace_tail($ddl_trace{$w}));
+	}
+	cmp_ok($applied, '>=', scalar(@ddl), "the admin changed the tables $applied times while the workers ran");
+	my $runs = $node->safe_psql('postgres', q{SELECT coalesce(sum(calls), 0) FROM sbfuzz.report WHERE kind = 'run' AND worker IN (4, 5)});
+	cmp_ok($runs, '>=', 500, "the workers made $runs calls meanwhile");
+}
 
 # What the workers saw.
 my $report = $node->safe_psql(
