@@ -1,13 +1,25 @@
 import type { Pool, QueryResultRow } from 'pg';
 
 import { InvalidArgumentError, SandboxStoreError } from './errors.js';
-import { LeaseHold, LockHold, findHold, type BackgroundErrorHandler, type Hold } from './internal/hold.js';
 import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  LeaseHold,
+  LockTx,
+  findFrame,
+  type BackgroundErrorHandler,
+  type Hold,
+  type Section,
+  type WaitOptions,
+} from './internal/hold.js';
+import {
+  CLAIM_SQL,
+  ENSURE_GET_SQL,
   ENSURE_SQL,
   UPSERT_SQL,
   msOption,
   recordFromRow,
   textArg,
+  type EnsureGetRow,
   type EnsureRow,
   type RecordRow,
 } from './internal/sql.js';
@@ -51,8 +63,15 @@ export interface EnsureSandboxOptions<S> {
   leaseMs?: number | undefined;
   /** Lease mode: renew this often (default `leaseMs / 3`). */
   renewEveryMs?: number | undefined;
-  /** The caller's cancellation; joins the context's signal. */
+  /**
+   * The caller's cancellation.  While the key is waited for (at the
+   * process's queue or in the database) an abort gives the wait up: the
+   * ensure rejects with the signal's reason and leaves no lock, claim or
+   * connection behind.  Afterwards it joins the context's signal.
+   */
   signal?: AbortSignal | undefined;
+  /** How long to wait for a connection of the pool (default 30 000 ms). */
+  connectTimeoutMs?: number | undefined;
   /** Errors nobody awaits (a failed release, a failed cleanup). */
   onError?: BackgroundErrorHandler | undefined;
 
@@ -96,20 +115,27 @@ export interface EnsureSandboxResult<S> {
 }
 
 /**
- * The whole resume-or-create algorithm over one `sandbox_ensure`:
+ * The whole resume-or-create algorithm, as TanStack AI's own ensure runs it:
  *
- * - `resume` -> `resume(record)`; if that gives nothing, `restore` the latest
- *   snapshot (and record the new sandbox); else `create` and record it.
- *   (The record is already stamped with `runId` by sandbox_ensure.)
- * - `create` -> `create()`, then record it.
- * - `recreate` -> `destroy(old record)`, `create()`, record it.
+ * - no record -> `create()`, then record it;
+ * - a record of another provider, or older than `maxAgeMs` -> `destroy(old
+ *   record)`, `create()`, record it;
+ * - else `resume(record)`; once it succeeded the record is stamped with
+ *   `runId` and the time; if it gives nothing, `restore` the latest snapshot
+ *   (and record the new sandbox), else `create` and record it.  If `resume`
+ *   throws, nothing is stamped.
  *
- * Lock mode: all of it in one transaction on a dedicated client, which holds
- * the key's lock until COMMIT (a throw rolls everything back, the stamp too).
- * Lease mode: sandbox_ensure claims the key in autocommit, the claim is
- * renewed while the provider works, the record is written with the claim's
- * fence (`ClaimLostError`, nothing written, if the key was taken over), and
- * the claim is released at the end.
+ * Lock mode: one `sandbox_ensure` takes the key and decides (and stamps a
+ * resumed record) in the transaction of a dedicated client, which holds the
+ * key's lock until COMMIT; a throw rolls everything back, the stamp too, so
+ * this is the same as stamping after the resume.  Inside a lock-mode
+ * section of another key of the same call chain (TanStack AI's
+ * `run-driver:<runId>`), it runs in that section's transaction instead.
+ * Lease mode: `sandbox_claim` takes the key in autocommit, `sandbox_get`
+ * reads the record (and its age by the database clock), the claim is renewed
+ * while the provider works, every write carries the claim's fence
+ * (`ClaimLostError`, nothing written, if the key was taken over), and the
+ * claim is released at the end.
  */
 export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions<S>): Promise<EnsureSandboxResult<S>> {
   const key = textArg(options.key, 'key');
@@ -118,6 +144,8 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
   const provider = textArg(options.provider, 'provider');
   const maxAgeMs = msOption(options.maxAgeMs, 'maxAgeMs');
   const waitMs = msOption(options.waitMs, 'waitMs');
+  const connectTimeoutMs =
+    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const mode: LockMode = options.mode ?? 'lock';
   const onError = options.onError ?? (() => undefined);
   if (mode !== 'lock' && mode !== 'lease') {
@@ -128,44 +156,58 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
   }
   if (threadId === null) throw new InvalidArgumentError('threadId must not be null', { sqlstate: '22004' });
   if (provider === null) throw new InvalidArgumentError('provider must not be null', { sqlstate: '22004' });
-  if (key !== null && findHold(pool, key) !== undefined) {
+  if (runId === null) throw new InvalidArgumentError('runId must not be null', { sqlstate: '22004' });
+  if (key !== null && findFrame(pool, key) !== undefined) {
     throw new SandboxStoreError(
       `ensureSandbox of sandbox key "${key}" inside a withLock of the same key would wait for itself`,
     );
   }
+  const wait: WaitOptions = { waitMs, connectTimeoutMs, signal: options.signal, onError };
 
-  let hold: Hold;
-  let row: EnsureRow | undefined;
+  let section: Section;
+  let decided: Decision;
   if (mode === 'lock') {
     const values = [key, runId, maxAgeMs, provider, waitMs, null];
-    ({
-      hold,
-      rows: [row],
-    } = await LockHold.acquire<EnsureRow>(pool, key ?? '', ENSURE_SQL, values, onError));
+    const taken = await LockTx.take<EnsureRow>(pool, key ?? '', ENSURE_SQL, values, 4, wait);
+    section = taken.section;
+    const row = taken.rows[0];
+    if (row === undefined) {
+      await section.abandon();
+      throw new SandboxStoreError('sandbox_ensure returned no row');
+    }
+    decided = { action: row.action, existing: row.action === 'create' ? undefined : recordFromRow(row), stamped: true };
   } else {
     const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', true) ?? DEFAULT_LEASE_MS;
     const renewEveryMs = msOption(options.renewEveryMs ?? leaseMs / 3, 'renewEveryMs', true) ?? leaseMs / 3;
-    const values = [key, runId, maxAgeMs, provider, waitMs, leaseMs];
-    ({
-      hold,
-      rows: [row],
-    } = await LeaseHold.acquire<EnsureRow>(pool, key ?? '', ENSURE_SQL, values, { leaseMs, renewEveryMs }, onError));
+    const taken = await LeaseHold.take(pool, key ?? '', CLAIM_SQL, [key, leaseMs, waitMs], 2, { leaseMs, renewEveryMs }, wait);
+    section = taken.section;
+    try {
+      const result = await taken.hold.query<EnsureGetRow>(ENSURE_GET_SQL, [key, maxAgeMs]);
+      const row = result.rows[0];
+      if (row === undefined) decided = { action: 'create', existing: undefined, stamped: false };
+      else {
+        const existing = recordFromRow(row);
+        decided = {
+          action: row.stale || existing.provider !== provider ? 'recreate' : 'resume',
+          existing,
+          stamped: false,
+        };
+      }
+    } catch (error) {
+      await section.abandon();
+      throw error;
+    }
   }
-  if (row === undefined) {
-    await hold.finish(false);
-    throw new SandboxStoreError('sandbox_ensure returned no row');
-  }
-  const decided = row;
   // Non-null from here: the database accepted them.
-  const base = { key: key as string, threadId, runId: runId as string, provider };
+  const base = { key: key as string, threadId, runId, provider };
 
   let provisioned: ProvisionedSandbox<S> | undefined;
   let result: EnsureSandboxResult<S>;
   try {
-    result = await hold.run((holdSignal) => {
+    result = await section.run((holdSignal) => {
       const signal = options.signal !== undefined ? AbortSignal.any([holdSignal, options.signal]) : holdSignal;
       const ctx: EnsureContext = { signal, key: base.key, threadId: base.threadId, runId: base.runId };
-      return decide(options, decided, hold, ctx, base, (p) => {
+      return decide(options, decided, section.hold, ctx, base, (p) => {
         provisioned = p;
       });
     });
@@ -197,9 +239,17 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
   return result;
 }
 
+/** What the key's record calls for, and whether a resumed record is already stamped. */
+interface Decision {
+  action: 'create' | 'resume' | 'recreate';
+  existing: SandboxInstanceRecord | undefined;
+  /** Lock mode: sandbox_ensure stamped it in the transaction (undone if anything throws). */
+  stamped: boolean;
+}
+
 async function decide<S>(
   options: EnsureSandboxOptions<S>,
-  row: EnsureRow,
+  decision: Decision,
   hold: Hold,
   ctx: EnsureContext,
   base: { key: string; threadId: string; runId: string; provider: string },
@@ -222,7 +272,7 @@ async function decide<S>(
       hold.fence,
     ];
     const result =
-      hold instanceof LockHold
+      hold instanceof LockTx
         ? await hold.write<RecordRow & QueryResultRow>(UPSERT_SQL, values)
         : await hold.query<RecordRow & QueryResultRow>(UPSERT_SQL, values);
     const stored = result.rows[0];
@@ -242,19 +292,29 @@ async function decide<S>(
     return { outcome, sandbox: created.sandbox, record: stored };
   }
 
-  if (row.action === 'create') return create('created');
+  const existing = decision.existing;
+  if (decision.action === 'create' || existing === undefined) return create('created');
 
-  const existing = recordFromRow(row);
-  if (row.action === 'recreate') {
+  if (decision.action === 'recreate') {
     ctx.signal.throwIfAborted();
     if (options.destroy !== undefined) await options.destroy(existing, ctx);
     return create('recreated');
   }
 
-  // resume: the record is already stamped with runId and now().
   ctx.signal.throwIfAborted();
   const resumed = await options.resume(existing, ctx);
-  if (resumed !== null && resumed !== undefined) return { outcome: 'resumed', sandbox: resumed, record: existing };
+  if (resumed !== null && resumed !== undefined) {
+    // Stamped only now that the resume succeeded (lock mode: in the
+    // transaction already, which a throw would have rolled back).
+    const stored = decision.stamped
+      ? existing
+      : await record({
+          provider: existing.provider,
+          providerSandboxId: existing.providerSandboxId,
+          latestSnapshotId: existing.latestSnapshotId,
+        });
+    return { outcome: 'resumed', sandbox: resumed, record: stored };
+  }
 
   if (existing.latestSnapshotId !== undefined && options.restore !== undefined) {
     ctx.signal.throwIfAborted();

@@ -10,8 +10,14 @@
  * | `LockLostError`         | of the cause, if any              | ownership can no longer be guaranteed            |
  * | `ClaimLostError`        | SB001                             | the lease-mode claim was released or taken over  |
  *
+ * | `DeadlockError`         | 40P01                             | the wait would close a cycle of waits            |
+ * | `ConnectionUnavailableError` | none                         | no pool connection within `connectTimeoutMs`     |
+ * | `SandboxStoreError`     | any other, or none                | everything else the database or driver raised    |
+ *
  * `ClaimLostError` is a `LockLostError`: catch the latter for "lost the key".
- * Errors with any other SQLSTATE are passed through unchanged.
+ * A database error of any other SQLSTATE is a plain `SandboxStoreError` with
+ * that `sqlstate`; the driver's error is its `cause`.  Cancellation by the
+ * caller's `AbortSignal` rejects with the signal's reason, as `fetch` does.
  */
 
 export interface SandboxStoreErrorOptions {
@@ -64,7 +70,21 @@ export class ClaimLostError extends LockLostError {
   override name = 'ClaimLostError';
 }
 
-const INVALID_ARGUMENT = new Set(['22004', '22023', '22001', '22007', '22008']);
+/** A wait for keys would close a cycle (in this process, or PostgreSQL's 40P01). */
+export class DeadlockError extends SandboxStoreError {
+  override name = 'DeadlockError';
+}
+
+/**
+ * No connection of the pool became free within `connectTimeoutMs` (every
+ * one is held, e.g. by sections of other keys), so the call gave up instead
+ * of waiting without bound.
+ */
+export class ConnectionUnavailableError extends SandboxStoreError {
+  override name = 'ConnectionUnavailableError';
+}
+
+const INVALID_ARGUMENT = new Set(['22004', '22023', '22001', '22007', '22008', '22021', '22P05']);
 
 /** SQLSTATE of an error from node-postgres, if it has one. */
 export function sqlstateOf(error: unknown): string | undefined {
@@ -75,17 +95,17 @@ export function sqlstateOf(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Map a driver error to the typed error for its SQLSTATE; other errors pass through. */
-export function toStoreError(error: unknown): unknown {
+/** Map a driver error to the typed error for its SQLSTATE (a SandboxStoreError whatever it is). */
+export function toStoreError(error: unknown): SandboxStoreError {
   if (error instanceof SandboxStoreError) return error;
   const sqlstate = sqlstateOf(error);
-  if (sqlstate === undefined) return error;
   const message = error instanceof Error ? error.message : String(error);
   const options = { sqlstate, cause: error };
   if (sqlstate === 'SB001') return new ClaimLostError(message, options);
   if (sqlstate === '55P03') return new LockNotAvailableError(message, options);
-  if (INVALID_ARGUMENT.has(sqlstate)) return new InvalidArgumentError(message, options);
-  return error;
+  if (sqlstate === '40P01') return new DeadlockError(message, options);
+  if (sqlstate !== undefined && INVALID_ARGUMENT.has(sqlstate)) return new InvalidArgumentError(message, options);
+  return new SandboxStoreError(message, options);
 }
 
 /**

@@ -11,13 +11,14 @@
  * ```
  */
 export type { LockMode, LockStore, SandboxInstanceRecord, SandboxInstanceStore } from './types.js';
-export { createInstanceStore, type PgSandboxInstanceStore } from './instance-store.js';
+export { createInstanceStore, type InstanceStoreOptions, type PgSandboxInstanceStore } from './instance-store.js';
 export {
   DEFAULT_LEASE_MS,
   createLockStore,
   tanstackSandboxKey,
   type LockStoreOptions,
   type PgLockStore,
+  type WithLockOptions,
 } from './lock-store.js';
 export {
   ensureSandbox,
@@ -29,6 +30,8 @@ export {
 } from './ensure.js';
 export {
   ClaimLostError,
+  ConnectionUnavailableError,
+  DeadlockError,
   InvalidArgumentError,
   LockLostError,
   LockNotAvailableError,

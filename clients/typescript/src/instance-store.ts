@@ -1,13 +1,15 @@
 import type { Pool, QueryResultRow } from 'pg';
 
 import { InvalidArgumentError } from './errors.js';
-import { findHold, poolQuery } from './internal/hold.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, findHold, findTx, poolQuery } from './internal/hold.js';
 import {
   DELETE_SQL,
   GET_SQL,
   LIST_SQL,
   UPSERT_SQL,
+  msOption,
   recordFromRow,
+  storableKey,
   textArg,
   timestamptzLiteral,
   type RecordRow,
@@ -20,15 +22,22 @@ export interface PgSandboxInstanceStore extends SandboxInstanceStore {
   list: (threadId: string) => Promise<SandboxInstanceRecord[]>;
 }
 
+export interface InstanceStoreOptions {
+  /** How long a call waits for a connection of the pool (default 30 000 ms). */
+  connectTimeoutMs?: number;
+}
+
 /**
  * A {@link SandboxInstanceStore} over the extension's `sandbox_get`,
  * `sandbox_upsert` and `sandbox_delete`.
  *
- * - `get` of a missing key resolves `null`; absent optional fields are absent
- *   keys; `updatedAt` comes back as the number that was written.
+ * - `get` of a missing key resolves `null`, also of a key no record can have
+ *   (empty, over 1024 bytes, containing NUL); absent optional fields are
+ *   absent keys; `updatedAt` comes back as the number that was written.
  * - `upsert` fully replaces the record (optional fields that are absent,
  *   `undefined` or `null` clear what was stored).
- * - `delete` of a missing key resolves `undefined`.  It takes the key's lock,
+ * - `delete` of a missing key (or of one no record can have) resolves
+ *   `undefined`.  It takes the key's lock,
  *   so it waits for an ensure or a lock-mode section (or a live claim) on the
  *   key (as `lock_timeout` allows).
  *
@@ -36,16 +45,24 @@ export interface PgSandboxInstanceStore extends SandboxInstanceStore {
  * for that key are made as the holder: in lock mode in the section's
  * transaction (committed with it, refused once the lock was lost), in lease
  * mode with the claim's fence (`ClaimLostError` once someone took the key over).
+ * Inside a lock-mode section, calls for other keys run in the section's
+ * transaction too (they need no second connection, and commit with it).
+ * Every error is a `SandboxStoreError` (the SQLSTATE on `sqlstate`).
  */
-export function createInstanceStore(pool: Pool): PgSandboxInstanceStore {
-  // As the holder of the key if this async context holds it, else through the pool.
+export function createInstanceStore(pool: Pool, options: InstanceStoreOptions = {}): PgSandboxInstanceStore {
+  const connectTimeoutMs =
+    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+
+  // As the holder of the key if this call chain holds it, in the chain's
+  // lock-mode transaction if it has one, else through the pool.
   function run<R extends QueryResultRow>(key: string | null, text: string, values: readonly unknown[]) {
-    const hold = key === null ? undefined : findHold(pool, key);
-    return hold !== undefined ? hold.query<R>(text, values) : poolQuery<R>(pool, text, values);
+    const hold = (key === null ? undefined : findHold(pool, key)) ?? findTx(pool);
+    return hold !== undefined ? hold.query<R>(text, values) : poolQuery<R>(pool, text, values, connectTimeoutMs);
   }
 
   return {
     async get(key: string): Promise<SandboxInstanceRecord | null> {
+      if (typeof key === 'string' && !storableKey(key)) return null;
       const result = await run<RecordRow>(key, GET_SQL, [textArg(key, 'key')]);
       const row = result.rows[0];
       return row === undefined ? null : recordFromRow(row);
@@ -76,12 +93,13 @@ export function createInstanceStore(pool: Pool): PgSandboxInstanceStore {
     },
 
     async delete(key: string): Promise<void> {
+      if (typeof key === 'string' && !storableKey(key)) return;
       const hold = findHold(pool, key);
       await run(key, DELETE_SQL, [textArg(key, 'key'), hold?.fence ?? null]);
     },
 
     async list(threadId: string): Promise<SandboxInstanceRecord[]> {
-      const result = await poolQuery<RecordRow>(pool, LIST_SQL, [textArg(threadId, 'threadId')]);
+      const result = await run<RecordRow>(null, LIST_SQL, [textArg(threadId, 'threadId')]);
       return result.rows.map(recordFromRow);
     },
   };

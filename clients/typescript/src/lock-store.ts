@@ -1,7 +1,16 @@
 import type { Pool } from 'pg';
 
 import { InvalidArgumentError } from './errors.js';
-import { LeaseHold, LockHold, findHold, type BackgroundErrorHandler, type Hold } from './internal/hold.js';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  LeaseHold,
+  LockTx,
+  findFrame,
+  runInFrame,
+  Frame,
+  type BackgroundErrorHandler,
+  type WaitOptions,
+} from './internal/hold.js';
 import { CLAIM_SQL, LOCK_SQL, msOption } from './internal/sql.js';
 import type { LockMode, LockStore } from './types.js';
 
@@ -33,13 +42,33 @@ export interface LockStoreOptions {
    * lease mode) and `delete` of that key is excluded from the section.
    */
   lockKey?: (key: string) => string;
+  /**
+   * How long a section waits for a connection of the pool before
+   * `ConnectionUnavailableError` (default 30 000 ms).  Never unbounded: a
+   * section that cannot get a connection fails instead of hanging.
+   */
+  connectTimeoutMs?: number;
   /** Errors nobody awaits (a failed release or rollback). Default: ignored; the lease expires by itself. */
   onError?: BackgroundErrorHandler;
+}
+
+/** Per call: how `withLock` waits. */
+export interface WithLockOptions {
+  /**
+   * Gives up the wait for the key (at the process's queue or in the
+   * database) when it aborts: `withLock` rejects with the signal's reason,
+   * and no lock, claim or connection is left behind.  Once `fn` runs, the
+   * signal `fn` gets aborts too.
+   */
+  signal?: AbortSignal | undefined;
+  /** Overrides the store's `waitMs` for this call. */
+  waitMs?: number | null | undefined;
 }
 
 /** The lock store, with the options it was made with. */
 export interface PgLockStore extends LockStore {
   readonly mode: LockMode;
+  withLock<T>(key: string, fn: (signal: AbortSignal) => Promise<T>, options?: WithLockOptions): Promise<T>;
 }
 
 /**
@@ -56,25 +85,34 @@ export function tanstackSandboxKey(key: string): string {
  *
  * `withLock(key, fn)` serializes callers per key across connections,
  * processes and hosts; it releases the key when `fn` settles (resolve or
- * throw) and a throw does not poison later callers.  It is re-entrant: a
- * `withLock` of a key this async context already holds (over the same pool)
- * runs `fn` at once with the outer signal.
+ * throw) and a throw does not poison later callers.
+ *
+ * Order: inside one process (per pool) callers of a key enter first come,
+ * first served; only the first of them waits in the database.  Across
+ * processes the database decides (lock mode: PostgreSQL's lock queue; lease
+ * mode: whoever claims first once the key is free).
+ *
+ * Re-entry: a `withLock` of a key that its own call chain holds runs at once
+ * (strict nesting).  Calls of that key started concurrently inside the
+ * section (e.g. `Promise.all`) run one after the other.
  *
  * Lock mode: a client of its own for the section, `BEGIN`,
  * `sandbox_lock(key, wait)`, `fn(signal)`, `COMMIT` (or `ROLLBACK` if `fn`
- * threw), client released.  The client's `'error'`/`'end'` (its backend was
- * terminated, the network went) aborts `signal` with a `LockLostError`, and
- * `withLock` then rejects with it even if `fn` resolved (the section's
- * transaction did not commit).
+ * threw), client released.  A lock-mode section of another key started
+ * inside it (TanStack AI's `run-driver:<runId>` then `sandbox:<key>`) runs on
+ * the same client and transaction: its lock joins the outer transaction's
+ * and is given back when that transaction ends, so nested runs need one
+ * connection each.  The client's `'error'`/`'end'` aborts `signal` with a
+ * `LockLostError`, and `withLock` then rejects with it even if `fn`
+ * resolved (the section's transaction did not commit).
  *
  * Lease mode: the key is claimed with `sandbox_claim(key, lease, wait)` in
- * autocommit (a claim and nothing else: no record is read or stamped),
- * renewed every `renewEveryMs` with `sandbox_renew` and released with
- * `sandbox_release`.  A renewal that fails (`ClaimLostError` when the claim was released
- * or taken over, `LockLostError` otherwise) or a lease that runs out before a
- * renewal came back aborts `signal`; `withLock` still returns what `fn`
- * returns (nothing was left to commit; writes of the instance store were
- * fenced and refused by the database).
+ * autocommit, renewed every `renewEveryMs` with `sandbox_renew` and
+ * released with `sandbox_release`.  A renewal that fails (`ClaimLostError`
+ * when the claim was released or taken over, `LockLostError` otherwise) or
+ * a lease that runs out before a renewal came back aborts `signal`;
+ * `withLock` still returns what `fn` returns (writes of the instance store
+ * were fenced and refused by the database).
  */
 export function createLockStore(pool: Pool, options: LockStoreOptions = {}): PgLockStore {
   const mode: LockMode = options.mode ?? 'lock';
@@ -84,31 +122,49 @@ export function createLockStore(pool: Pool, options: LockStoreOptions = {}): PgL
   const waitMs = msOption(options.waitMs, 'waitMs');
   const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', true) ?? DEFAULT_LEASE_MS;
   const renewEveryMs = msOption(options.renewEveryMs ?? leaseMs / 3, 'renewEveryMs', true) ?? leaseMs / 3;
+  const connectTimeoutMs =
+    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const lockKey = options.lockKey ?? ((key: string) => key);
   const onError = options.onError ?? (() => undefined);
 
-  async function acquire(key: string): Promise<Hold> {
-    if (mode === 'lock') {
-      return (await LockHold.acquire(pool, key, LOCK_SQL, [key, waitMs], onError)).hold;
-    }
-    const values = [key, leaseMs, waitMs];
-    return (await LeaseHold.acquire(pool, key, CLAIM_SQL, values, { leaseMs, renewEveryMs }, onError)).hold;
-  }
-
   return {
     mode,
-    async withLock<T>(key: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    async withLock<T>(
+      key: string,
+      fn: (signal: AbortSignal) => Promise<T>,
+      callOptions: WithLockOptions = {},
+    ): Promise<T> {
       if (typeof key !== 'string') {
         throw new InvalidArgumentError('key must be a string', { sqlstate: key == null ? '22004' : '22023' });
       }
       if (typeof fn !== 'function') {
         throw new InvalidArgumentError('fn must be a function', { sqlstate: '22023' });
       }
+      const signal = callOptions.signal;
+      const wait: WaitOptions = {
+        waitMs: callOptions.waitMs === undefined ? waitMs : msOption(callOptions.waitMs, 'waitMs'),
+        connectTimeoutMs,
+        signal,
+        onError,
+      };
       const dbKey = lockKey(key);
-      const outer = findHold(pool, dbKey);
-      if (outer !== undefined) return fn(outer.signal);
-      const hold = await acquire(dbKey);
-      return hold.run(fn);
+      const joined = (inner: AbortSignal): AbortSignal =>
+        signal === undefined ? inner : AbortSignal.any([inner, signal]);
+
+      // Strict nesting: this call chain holds the key; children that enter
+      // it concurrently take turns.
+      const outer = findFrame(pool, dbKey);
+      if (outer !== undefined) {
+        return outer.children.run(
+          () => runInFrame(new Frame(outer.hold, dbKey), () => fn(joined(outer.hold.signal))),
+          signal,
+        );
+      }
+      const { section } =
+        mode === 'lock'
+          ? await LockTx.take(pool, dbKey, LOCK_SQL, [dbKey, wait.waitMs], 1, wait)
+          : await LeaseHold.take(pool, dbKey, CLAIM_SQL, [dbKey, leaseMs, wait.waitMs], 2, { leaseMs, renewEveryMs }, wait);
+      return section.run((held) => fn(joined(held)));
     },
   };
 }

@@ -8,7 +8,9 @@ import type pg from 'pg';
 
 import {
   InvalidArgumentError,
+  SandboxStoreError,
   createInstanceStore,
+  createLockStore,
   type SandboxInstanceRecord,
   type SandboxInstanceStore,
 } from '../src/index.js';
@@ -176,15 +178,48 @@ describe('bad input', () => {
       });
     }
     assert.equal(await store.get(key), null);
-    await assert.rejects(store.get(''), (e: unknown) => e instanceof InvalidArgumentError && e.sqlstate === '22023');
-    await assert.rejects(
-      store.get('k'.repeat(1025)),
-      (e: unknown) => e instanceof InvalidArgumentError && e.sqlstate === '22001',
-    );
+    await assert.rejects(store.upsert({ ...full(key), key: 'a\0b' }), (e: unknown) => {
+      assert.ok(e instanceof InvalidArgumentError, String(e));
+      assert.equal(e.sqlstate, '22021');
+      return true;
+    });
     await assert.rejects(
       store.delete(null as unknown as string),
       (e: unknown) => e instanceof InvalidArgumentError && e.sqlstate === '22004',
     );
+  });
+
+  test('get of a key no record can have is null, delete of it a no-op (as for a missing key)', async () => {
+    for (const key of ['', 'k'.repeat(1025), 'é'.repeat(513), 'a\0b', '\0']) {
+      assert.equal(await store.get(key), null, JSON.stringify(key.slice(0, 8)));
+      assert.equal(await store.delete(key), undefined, JSON.stringify(key.slice(0, 8)));
+    }
+    // The longest key there can be is a key like any other.
+    const longest = 'k'.repeat(1024);
+    assert.equal(await store.get(longest), null);
+    await store.upsert({ ...full(longest), key: longest });
+    assert.equal((await store.get(longest))?.key, longest);
+    await store.delete(longest);
+    assert.equal(await store.get(longest), null);
+  });
+
+  test('an error of the database is a typed SandboxStoreError with its SQLSTATE', async () => {
+    // A delete waits for the key's lock; statement_timeout ends the wait (57014).
+    const key = uniqueKey('typed');
+    const impatient = newPool(1, { options: '-c statement_timeout=100' });
+    try {
+      await createLockStore(pool).withLock(key, async () => {
+        await assert.rejects(createInstanceStore(impatient).delete(key), (e: unknown) => {
+          assert.ok(e instanceof SandboxStoreError, String(e));
+          assert.equal(e.sqlstate, '57014');
+          assert.equal(e.code, '57014');
+          assert.ok(e.cause instanceof Error);
+          return true;
+        });
+      });
+    } finally {
+      await impatient.end();
+    }
   });
 
   test('an explicit undefined or null optional field is absent', async () => {

@@ -1,16 +1,35 @@
 /**
  * The package as a consumer sees it: the ESM entry point resolved by name
- * (self-reference through package.json "exports"), and its declarations.
+ * (self-reference through package.json "exports"), its declarations, what
+ * `npm pack` puts in the tarball, and a consumer project compiled against
+ * the unpacked tarball with TanStack AI's compiler options (its
+ * tsconfig.base.json: ES2022 modules, Bundler resolution, strict, ...),
+ * handing the stores to a `withSandbox`-shaped function typed with TanStack
+ * AI's interfaces.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url)); // dist/test/ -> the package
 
+interface PackageJson {
+  name: string;
+  type: string;
+  private?: boolean;
+  license?: string;
+  repository?: unknown;
+  engines?: { node?: string };
+  peerDependencies?: Record<string, string>;
+}
+
+const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as PackageJson;
+
 test('the package entry point exports the API', async () => {
-  const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { name: string; type: string };
   assert.equal(pkg.type, 'module');
   const api = (await import(pkg.name)) as Record<string, unknown>;
   for (const name of [
@@ -19,6 +38,8 @@ test('the package entry point exports the API', async () => {
     'ensureSandbox',
     'tanstackSandboxKey',
     'ClaimLostError',
+    'ConnectionUnavailableError',
+    'DeadlockError',
     'LockNotAvailableError',
     'InvalidArgumentError',
     'LockLostError',
@@ -27,4 +48,150 @@ test('the package entry point exports the API', async () => {
     assert.equal(typeof api[name], 'function', name);
   }
   assert.ok(existsSync(`${root}dist/src/index.d.ts`), 'type declarations are built');
+});
+
+test('the package is publishable: not private, licensed, with a repository and engines', () => {
+  assert.notEqual(pkg.private, true);
+  assert.equal(pkg.license, 'PostgreSQL');
+  assert.ok(existsSync(`${root}LICENSE`));
+  assert.ok(pkg.repository !== undefined);
+  assert.match(pkg.engines?.node ?? '', /^>=\d+/);
+  assert.ok(pkg.peerDependencies?.['pg'] !== undefined, 'pg is a peer dependency');
+});
+
+test('npm pack: the tarball holds the built package, its sources, README and LICENSE, nothing else; a consumer compiles against it with TanStack AI compiler options', () => {
+  const work = mkdtempSync(join(tmpdir(), 'sandbox-store-pack-'));
+  try {
+    const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    const [packed] = JSON.parse(out) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    assert.ok(packed !== undefined);
+    const files = packed.files.map((f) => f.path).sort();
+    for (const file of files) {
+      assert.ok(
+        ['package.json', 'README.md', 'LICENSE'].includes(file) || /^dist\/src\/.+\.(js|d\.ts|js\.map)$/.test(file) || /^src\/.+\.ts$/.test(file),
+        `unexpected file in the tarball: ${file}`,
+      );
+    }
+    for (const needed of ['package.json', 'README.md', 'LICENSE', 'dist/src/index.js', 'dist/src/index.d.ts']) {
+      assert.ok(files.includes(needed), `${needed} is in the tarball`);
+    }
+    assert.ok(!files.some((f) => f.includes('test')), 'no tests in the tarball');
+
+    // A consumer project: the tarball unpacked as its dependency, pg and the
+    // type packages from this package's own node_modules.
+    const consumer = join(work, 'consumer');
+    const modules = join(consumer, 'node_modules');
+    mkdirSync(join(modules, '@types'), { recursive: true });
+    mkdirSync(join(modules, pkg.name), { recursive: true });
+    execFileSync('tar', ['xzf', join(work, packed.filename), '-C', join(modules, pkg.name), '--strip-components=1']);
+    for (const dep of ['pg', '@types/pg', '@types/node', 'pg-types', 'pg-protocol']) {
+      if (existsSync(join(root, 'node_modules', dep))) symlinkSync(join(root, 'node_modules', dep), join(modules, dep));
+    }
+    writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
+    // TanStack AI's tsconfig.base.json compiler options.
+    writeFileSync(
+      join(consumer, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          allowJs: true,
+          allowSyntheticDefaultImports: true,
+          allowUnreachableCode: false,
+          allowUnusedLabels: false,
+          checkJs: true,
+          declaration: true,
+          esModuleInterop: true,
+          forceConsistentCasingInFileNames: true,
+          isolatedModules: true,
+          lib: ['DOM', 'DOM.Iterable', 'ES2023'],
+          module: 'ES2022',
+          moduleResolution: 'Bundler',
+          noEmit: true,
+          noFallthroughCasesInSwitch: true,
+          noImplicitOverride: true,
+          noImplicitReturns: true,
+          noUncheckedIndexedAccess: true,
+          noUnusedLocals: true,
+          noUnusedParameters: true,
+          resolveJsonModule: true,
+          skipLibCheck: false,
+          strict: true,
+          target: 'ES2020',
+          useDefineForClassFields: true,
+          noErrorTruncation: true,
+          types: ['node'],
+        },
+        include: ['consumer.ts'],
+      }),
+    );
+    writeFileSync(
+      join(consumer, 'consumer.ts'),
+      `import pg from 'pg'
+import {
+  createInstanceStore,
+  createLockStore,
+  ensureSandbox,
+  tanstackSandboxKey,
+  SandboxStoreError,
+} from '${pkg.name}'
+
+// TanStack AI's interfaces, as @tanstack/ai-sandbox and @tanstack/ai declare them.
+interface SandboxInstanceRecord {
+  key: string
+  provider: string
+  providerSandboxId: string
+  latestSnapshotId?: string
+  threadId: string
+  latestRunId?: string
+  updatedAt: number
+}
+interface SandboxInstanceStore {
+  get: (key: string) => Promise<SandboxInstanceRecord | null>
+  upsert: (record: SandboxInstanceRecord) => Promise<void>
+  delete: (key: string) => Promise<void>
+}
+interface LockStore {
+  withLock: <T>(key: string, fn: (signal: AbortSignal) => Promise<T>) => Promise<T>
+}
+declare function withSandbox(definition: { id: string }, options?: { instances?: SandboxInstanceStore; locks?: LockStore }): unknown
+
+const pool = new pg.Pool()
+const instances: SandboxInstanceStore = createInstanceStore(pool)
+const locks: LockStore = createLockStore(pool, { mode: 'lease', lockKey: tanstackSandboxKey })
+withSandbox({ id: 'dev' }, { instances, locks })
+
+export async function main(): Promise<string> {
+  const controller = new AbortController()
+  const value = await createLockStore(pool).withLock('k', async (signal) => (signal.aborted ? 'lost' : 'held'), {
+    signal: controller.signal,
+  })
+  const ensured = await ensureSandbox<string>(pool, {
+    key: 'k',
+    threadId: 't',
+    runId: 'r',
+    provider: 'fake',
+    create: async () => ({ sandbox: 'new', providerSandboxId: 'sbx' }),
+    resume: async () => 'resumed',
+  })
+  try {
+    await instances.get('k')
+  } catch (error) {
+    if (error instanceof SandboxStoreError) return error.sqlstate ?? 'none'
+  }
+  return value + ensured.outcome
+}
+`,
+    );
+    const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    try {
+      execFileSync(process.execPath, [tsc, '-p', consumer], { cwd: consumer, encoding: 'utf8' });
+    } catch (error) {
+      const e = error as { stdout?: string; stderr?: string };
+      assert.fail(`the consumer does not compile:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 });

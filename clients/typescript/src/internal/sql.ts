@@ -120,6 +120,30 @@ export function textArg(value: unknown, name: string): string | null {
 /** sandbox_get */
 export const GET_SQL = `SELECT ${recordColumns('r')} FROM sandbox_store.sandbox_get(key => $1) AS r`;
 
+/**
+ * sandbox_get for a lease-mode ensure: the record and whether it is older
+ * than max_age ($2, ms; NULL: never) by the database clock, as
+ * sandbox_ensure decides (fresh while now() - updated_at <= max_age).
+ */
+export const ENSURE_GET_SQL =
+  `SELECT ${recordColumns('r')},` +
+  ` ($2::pg_catalog.float8 IS NOT NULL AND (pg_catalog.now() OPERATOR(pg_catalog.-) r.updated_at)` +
+  ` OPERATOR(pg_catalog.>) ${msInterval('$2')}) AS stale` +
+  ' FROM sandbox_store.sandbox_get(key => $1) AS r';
+
+/** A row of {@link ENSURE_GET_SQL}. */
+export interface EnsureGetRow extends RecordRow {
+  stale: boolean;
+}
+
+/**
+ * Whether the database can hold a record of `key` at all: a non-empty
+ * string of at most 1024 bytes of UTF-8 without NUL (the extension's rule).
+ */
+export function storableKey(key: unknown): key is string {
+  return typeof key === 'string' && key.length > 0 && !key.includes('\0') && Buffer.byteLength(key, 'utf8') <= 1024;
+}
+
 /** sandbox_list, most recently updated first. */
 export const LIST_SQL =
   `SELECT ${recordColumns('r')} FROM sandbox_store.sandbox_list(thread_id => $1) AS r` +
