@@ -19,13 +19,18 @@ PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers
 
-# pg_regress: sql/<name>.sql against expected/<name>.out, in this order.
+# Every test lives under test/ (sql/ holds only the install and upgrade
+# scripts).  pg_regress: test/sql/<name>.sql against test/expected/<name>.out;
+# each test starts from a fresh extension (test/sql/include/fresh.sql), so
+# they do not depend on their order.
 REGRESS = setup store ensure errors security leases boundaries admin_columns row_security schema_squat direct hot upgrade
-# pg_isolation_regress: specs/<name>.spec against expected/<name>.out.
+REGRESS_OPTS = --inputdir=test
+# pg_isolation_regress: test/specs/<name>.spec against test/expected/<name>.out.
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
 	delete-waits repeatable-read repeatable-read-claim repeatable-read-writers relation-swap column-change table-rewrite update-in-flight lock-space \
 	lease-exclusion lease-release lease-expiry lease-fencing lease-stale-release \
 	reap-skip reap-parallel reap-row-locks
+ISOLATION_OPTS = --inputdir=test
 # Perl TAP (PostgreSQL::Test::Cluster): clusters of their own.
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

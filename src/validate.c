@@ -3,8 +3,8 @@
  * validate.c
  *	  Argument validation for every SQL-callable function of sandbox_store.
  *
- * Each checker reads one argument, raises the SQLSTATE that SPEC.md's error
- * table names (22004 for a missing required value, 22023 for an empty or
+ * Each checker reads one argument, raises the SQLSTATE that the error
+ * table of docs/reference.md names (22004 for a missing required value, 22023 for an empty or
  * otherwise bad value, 22001 for text over SB_MAX_TEXT_BYTES) with a message
  * naming the argument, and returns the value.  All checks run before a
  * function takes a lock or touches the table, so a rejected call changes

@@ -1,4 +1,4 @@
--- The store contract of SPEC.md ("Contract invariants"): one test per case.
+-- The store contract (docs/reference.md, invariants): one test per case.
 --
 -- get of a missing key, round trip, absent optionals, full replace, isolation
 -- by key, delete, delete of a missing key.  Everything runs in one

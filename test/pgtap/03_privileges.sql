@@ -1,4 +1,4 @@
--- Security (SPEC.md): app roles need only USAGE on the schema and EXECUTE on
+-- Security (docs/reference.md): app roles need only USAGE on the schema and EXECUTE on
 -- the functions, no privilege on the tables; nothing is granted to PUBLIC.
 -- Version 1.1: the same for the new functions; no privilege on the leases
 -- table or the fence sequence; the claims view is readable only with a grant

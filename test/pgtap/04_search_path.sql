@@ -1,4 +1,4 @@
--- A hostile search_path (SPEC.md, Security): schema evil is searched before
+-- A hostile search_path (docs/reference.md, security): schema evil is searched before
 -- pg_catalog and holds look-alikes of what the extension uses: now(), an
 -- always-true = (text, text), >= (timestamptz, timestamptz), - (timestamptz,
 -- interval), hashtext(), octet_length(), and tables named instances (in evil

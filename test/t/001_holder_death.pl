@@ -2,7 +2,7 @@
 #
 # A sandbox_ensure lock holder whose backend dies releases the key's lock at
 # once, and nothing it did not commit is visible to the waiter that gets the
-# key next (SPEC.md: "A lock holder that commits, rolls back, errors, or whose
+# key next (docs/reference.md, invariants: "A lock holder that commits, rolls back, errors, or whose
 # connection dies releases the lock at once; nothing it did not commit is
 # visible"; "No leaked locks").
 #
@@ -23,11 +23,12 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
 # The extension's advisory locks carry this in pg_locks.objsubid ("SB").
 my $SB_LOCK_CLASS = 21314;
-my $EXT_LOCKS =
-  "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = $SB_LOCK_CLASS";
 # "At once": the waiter must have its answer this soon after the holder dies.
 my $PROMPT_SECONDS = 10;
 
@@ -37,7 +38,6 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
 
 # SQL literal of a string.
-sub lit { my ($s) = @_; $s =~ s/'/''/g; return "'$s'"; }
 
 # pg_locks rows of the extension's lock on $key: "pid:granted" lines.
 sub key_lock_rows

@@ -1,7 +1,7 @@
 # 002_fence_crash.pl
 #
-# Fences keep strictly increasing across a crash restart (SPEC.md "Leases and
-# fencing": "Fences strictly increase per key, forever: across ... crash
+# Fences keep strictly increasing across a crash restart (docs/reference.md,
+# invariants: "Fences strictly increase per key, forever: across ... crash
 # restart ... (no value is ever handed out twice)"; issue 4, item 4).
 #
 # Each round takes claims in lease mode and then crashes the server:
@@ -48,11 +48,10 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
-# The extension's advisory locks carry this in pg_locks.objsubid ("SB").
-my $SB_LOCK_CLASS = 21314;
-my $EXT_LOCKS =
-  "SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = $SB_LOCK_CLASS";
 
 # This used to fail (see the header): the extension now flushes the WAL that
 # covers a fence before returning it from a transaction block.  Set to a
@@ -68,7 +67,6 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
 
 # SQL literal of a string.
-sub lit { my ($s) = @_; $s =~ s/'/''/g; return "'$s'"; }
 
 sub sql { my ($q) = @_; return $node->safe_psql('postgres', $q); }
 
@@ -130,13 +128,6 @@ sub output_or_sqlstate
 	return $stderr =~ /ERROR:\s+([0-9A-Z]{5}):/ ? "ERROR $1" : "no SQLSTATE in: $stderr";
 }
 
-# Run $sql; return 'ok', or the SQLSTATE of the error it raised.
-sub sqlstate_of
-{
-	my $out = output_or_sqlstate(@_);
-	return $out =~ /^ERROR (.*)/ ? $1 : $out =~ /^no SQLSTATE/ ? $out : 'ok';
-}
-
 sub record_of
 {
 	my ($key) = @_;
@@ -161,40 +152,6 @@ sub open_claim
 	$h->query_safe('BEGIN');
 	my $c = parse_claim($h->query_safe(claim_sql($key, '1 hour')));
 	return ($h, $c);
-}
-
-# Kill the postmaster with SIGKILL, wait until it and every child of it are
-# gone (they exit when they notice the postmaster died), then start again.
-sub kill9_and_start
-{
-	my $pm_pid = (split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0];
-	my @pids = ($pm_pid, split /\n/, sql('SELECT pid FROM pg_catalog.pg_stat_activity'));
-	note "kill -9 postmaster $pm_pid; children: @pids[1..$#pids]";
-	$node->kill9;
-	my $gone = sub {
-		my ($pid) = @_;
-		return 1 unless kill 0, $pid;
-		# a zombie nobody reaped yet is gone too
-		my $stat = eval { slurp_file("/proc/$pid/stat") } // '';
-		return $stat =~ /^\d+ \(.*\) Z/;
-	};
-	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-	while (grep { !$gone->($_) } @pids)
-	{
-		die "processes of the killed server still alive: "
-		  . join(' ', grep { !$gone->($_) } @pids)
-		  if time() > $deadline;
-		usleep(100_000);
-	}
-	# As src/test/recovery/t/017_shm.pl does: retry while the old shared
-	# memory or lock file is still seen as in use.
-	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
-	{
-		return if $node->start(fail_ok => 1);
-		usleep(100_000);
-		$node->stop('fast', fail_ok => 1);
-	}
-	$node->start;
 }
 
 # Every fence handed out before the current crash, by earlier rounds too,
@@ -329,7 +286,7 @@ sub crash_round
 			  . ' ORDER BY key COLLATE "C"'),
 		join("\n", @live_keys),
 		"$name: the live claims are still live in sandbox_store.claims");
-	is(sqlstate_of(claim_sql($live->{key}, '1 hour', '0')),
+	is(sqlstate_of($node, claim_sql($live->{key}, '1 hour', '0')),
 		'55P03', "$name: a live claim still excludes another claim after the restart");
 	is( output_or_sqlstate(
 			'SELECT sandbox_store.sandbox_renew(' . lit($live->{key}) . ', '
@@ -366,19 +323,19 @@ sub crash_round
 			  . " thread_id => 'thread-1', latest_run_id => 'run-B', fence => $succ->{fence})"),
 		'sbx-B',
 		"$name: B records its sandbox with a fenced upsert");
-	is( sqlstate_of(
+	is( sqlstate_of($node, 
 			'SELECT sandbox_store.sandbox_upsert(key => ' . lit($expiring->{key})
 			  . ", provider => 'provider-x', provider_sandbox_id => 'sbx-A2',"
 			  . " thread_id => 'thread-1', latest_run_id => 'run-A', fence => $expiring->{fence})"
 		),
 		'SB001',
 		"$name: A's fenced upsert with its pre-crash fence raises SB001");
-	is( sqlstate_of(
+	is( sqlstate_of($node, 
 			'SELECT sandbox_store.sandbox_delete(key => ' . lit($expiring->{key})
 			  . ", fence => $expiring->{fence})"),
 		'SB001',
 		"$name: A's fenced delete with its pre-crash fence raises SB001");
-	is( sqlstate_of(
+	is( sqlstate_of($node, 
 			'SELECT sandbox_store.sandbox_renew(' . lit($expiring->{key}) . ', '
 			  . lit($expiring->{token}) . ", '1 hour')"),
 		'SB001',
@@ -434,7 +391,7 @@ sub crash_round
 			),
 			'sbx-new',
 			"$name: the unflushed key's new holder records its sandbox with a fenced upsert");
-		my $dead_upsert = sqlstate_of(
+		my $dead_upsert = sqlstate_of($node, 
 			"SELECT sandbox_store.sandbox_upsert(key => $k, provider => 'provider-x',"
 			  . " provider_sandbox_id => 'sbx-dead', thread_id => 'thread-1',"
 			  . " latest_run_id => 'run-dead', fence => $unflushed->{fence})");
@@ -465,7 +422,7 @@ crash_round(
 	unflushed => 1,
 	crash => sub { $node->stop('immediate'); $node->start; });
 
-crash_round(name => 'kill9', many => 40, crash => \&kill9_and_start);
+crash_round(name => 'kill9', many => 40, crash => sub { kill9_and_start($node) });
 
 crash_round(
 	name => 'immediate-many',

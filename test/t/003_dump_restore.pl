@@ -3,7 +3,7 @@
 # pg_dump + pg_restore of a database using sandbox_store keeps every record,
 # every claim (live ones stay live) and the fence sequence: a claim taken in
 # the restored database gets a fence above every fence handed out before the
-# dump (SPEC.md: "Fences strictly increase per key, forever: across ...
+# dump (docs/reference.md, invariants: "Fences strictly increase per key, forever: across ...
 # dump/restore").  Also: DROP EXTENSION removes everything it made.
 
 use strict;

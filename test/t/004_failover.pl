@@ -13,6 +13,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -112,7 +115,7 @@ is(scalar(grep { $_ > $max_acked } @new), 3,
 like($err, qr/could not lock sandbox key "claim-5"/,
 	'a claim acknowledged before the failover still holds its key');
 is( $standby->safe_psql('postgres',
-		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314"),
+		$EXT_LOCKS),
 	'0', 'no lock of the extension is left');
 
 $standby->stop;

@@ -15,6 +15,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
 my $pgbouncer = '/usr/sbin/pgbouncer';
 plan skip_all => 'pgbouncer is not installed (apt-get install pgbouncer)'
@@ -114,7 +117,7 @@ is( $node->safe_psql('postgres',
 $holder->quit;
 
 is( $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314"),
+		$EXT_LOCKS),
 	'0', 'no lock of the extension is left on any pooled backend');
 
 $bouncer->kill_kill;

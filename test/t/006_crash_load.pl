@@ -18,6 +18,9 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time sleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
 my $node = PostgreSQL::Test::Cluster->new('crash_load');
 $node->init;
@@ -149,7 +152,7 @@ cmp_ok(
 	$node->safe_psql('postgres', q{SELECT max(fence) FROM sandbox_store.leases WHERE key <> 'k-1'}),
 	'... and above every fence stored');
 is( $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314"),
+		$EXT_LOCKS),
 	'0', 'no lock of the extension is left');
 
 $node->stop;

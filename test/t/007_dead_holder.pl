@@ -20,6 +20,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
 my $node = PostgreSQL::Test::Cluster->new('dead_holder');
 $node->init;
@@ -35,8 +38,6 @@ ALTER ROLE app SET idle_in_transaction_session_timeout = '2s';
 ALTER ROLE app SET client_connection_check_interval = '500ms';
 });
 
-my $EXT_LOCKS =
-  "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314";
 
 # A holder session as role app, and the pid of its psql client process.
 sub holder

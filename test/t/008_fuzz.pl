@@ -45,6 +45,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
 my $seed = $ENV{SB_FUZZ_SEED} // 20261129;
 my $calls = $ENV{SB_FUZZ_CALLS} // 8000;
@@ -68,7 +70,6 @@ $node->command_ok(
 $node->safe_psql('postgres', q{ALTER ROLE sbfuzz_app SET lock_timeout = '20ms';});
 
 my $app = $node->connstr('postgres') . ' user=sbfuzz_app';
-my $EXT_LOCKS = q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314};
 
 # The app role really has no privilege on the extension's objects.
 is( $node->safe_psql(

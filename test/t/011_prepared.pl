@@ -17,6 +17,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
 my $node = PostgreSQL::Test::Cluster->new('prepared');
 $node->init;
@@ -26,11 +29,6 @@ $node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 
-sub sqlstate_of
-{
-	my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$_[0]");
-	return $ret == 0 ? 'ok' : $err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : $err;
-}
 
 foreach my $end ('COMMIT PREPARED', 'ROLLBACK PREPARED')
 {
@@ -45,11 +43,11 @@ foreach my $end ('COMMIT PREPARED', 'ROLLBACK PREPARED')
 		'0', "$gid: sandbox_lock_holder returns 0 for a prepared transaction");
 	is(sql("SELECT sandbox_store.sandbox_lock_holder('prep-other') IS NULL"),
 		't', "$gid: another key is free");
-	is(sqlstate_of("SELECT sandbox_store.sandbox_ensure('$key', 'run-2', wait => '100 ms')"),
+	is(sqlstate_of($node, "SELECT sandbox_store.sandbox_ensure('$key', 'run-2', wait => '100 ms')"),
 		'55P03', "$gid: ensure waits for the prepared transaction");
-	is(sqlstate_of("SELECT sandbox_store.sandbox_lock('$key', wait => '100 ms')"),
+	is(sqlstate_of($node, "SELECT sandbox_store.sandbox_lock('$key', wait => '100 ms')"),
 		'55P03', "$gid: sandbox_lock waits for it");
-	is(sqlstate_of("SELECT sandbox_store.sandbox_claim('$key', '1 min', wait => '100 ms')"),
+	is(sqlstate_of($node, "SELECT sandbox_store.sandbox_claim('$key', '1 min', wait => '100 ms')"),
 		'55P03', "$gid: sandbox_claim waits for it");
 	is(sql("SELECT count(*) FROM sandbox_store.sandbox_get('$key')"),
 		'0', "$gid: what it wrote is not visible yet");

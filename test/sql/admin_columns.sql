@@ -6,7 +6,7 @@
 -- extra column (with its stored value) or a dropped one (invisible).  They
 -- must never crash, misread or fail because of it, on either read path.
 --
-CREATE EXTENSION IF NOT EXISTS sandbox_store;
+\i test/sql/include/fresh.sql
 CREATE ROLE ac_app;
 GRANT USAGE ON SCHEMA sandbox_store TO ac_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO ac_app;

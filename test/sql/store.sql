@@ -1,6 +1,7 @@
 --
 -- store: sandbox_upsert, sandbox_get, sandbox_list, sandbox_delete.
 --
+\i test/sql/include/fresh.sql
 \pset null '<null>'
 SET timezone = 'UTC';
 

@@ -4,33 +4,18 @@
 -- (or citus is installed), when they run SQL statements instead.  Both paths
 -- give the same answers; only a superuser can choose.
 --
+\i test/sql/include/fresh.sql
 \pset null '<null>'
 SET timezone = 'UTC';
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+
 SELECT count(*) AS written FROM (VALUES
   ('d/full', 'e2b', 'sbx-1', 'snap-1', 'thread-d', 'run-1'),
   ('d/min', 'e2b', 'sbx-2', NULL, 'thread-d', NULL),
   ('d/Case', 'e2b', 'sbx-3', NULL, 'thread-d', NULL),
   (E'd/odd \'"\\;\n ключ', 'e2b', 'sbx-4', NULL, 'thread-d', NULL)) v(k, p, s, n, t, r),
   sandbox_store.sandbox_upsert(k, p, s, t, n, r, '2026-01-02 03:04:05.678+00');
- written 
----------
-       4
-(1 row)
-
 -- The setting exists once the library is loaded (by the first call).
 SHOW sandbox_store.direct_reads;
- sandbox_store.direct_reads 
-----------------------------
- on
-(1 row)
-
 -- A record of five incompressible 1024-byte values: stored out of line.
 SELECT string_agg(md5(i::text), '') AS hex FROM generate_series(1, 32) i \gset
 SELECT key FROM sandbox_store.sandbox_upsert(repeat('k', 1024), 'p', :'hex', 'x' || left(:'hex', 1023),
@@ -38,10 +23,6 @@ SELECT key FROM sandbox_store.sandbox_upsert(repeat('k', 1024), 'p', :'hex', 'x'
 SELECT octet_length(:'long_key') AS long_key_bytes,
        pg_relation_size(reltoastrelid) > 0 AS toasted
   FROM pg_class WHERE oid = 'sandbox_store.instances'::regclass;
- long_key_bytes | toasted 
-----------------+---------
-           1024 | t
-(1 row)
 
 -- The same keys through both paths: found, missing, case, prefix, trailing
 -- space, long (toasted) and odd bytes.
@@ -58,126 +39,41 @@ SELECT left(probe, 12) AS probe, left(key, 12) AS key, provider_sandbox_id = :'h
        left(provider_sandbox_id, 8) AS sbx, left(latest_snapshot_id, 8) AS snap,
        left(latest_run_id, 8) AS run, updated_at
   FROM via_direct ORDER BY probe;
-    probe     |     key      | long_sbx |   sbx    |   snap   |   run    |            updated_at            
---------------+--------------+----------+----------+----------+----------+----------------------------------
- d/           | <null>       | <null>   | <null>   | <null>   | <null>   | <null>
- d/Case       | d/Case       | f        | sbx-3    | <null>   | <null>   | Fri Jan 02 03:04:05.678 2026 UTC
- d/case       | <null>       | <null>   | <null>   | <null>   | <null>   | <null>
- d/full       | d/full       | f        | sbx-1    | snap-1   | run-1    | Fri Jan 02 03:04:05.678 2026 UTC
- d/full       | <null>       | <null>   | <null>   | <null>   | <null>   | <null>
- d/min        | d/min        | f        | sbx-2    | <null>   | <null>   | Fri Jan 02 03:04:05.678 2026 UTC
- d/missing    | <null>       | <null>   | <null>   | <null>   | <null>   | <null>
- d/odd '"\;  +| d/odd '"\;  +| f        | sbx-4    | <null>   | <null>   | Fri Jan 02 03:04:05.678 2026 UTC
-              |              |          |          |          |          | 
- kkkkkkkkkkkk | kkkkkkkkkkkk | t        | c4ca4238 | yc4ca423 | zc4ca423 | Fri Jan 02 03:04:05.678 2026 UTC
-(9 rows)
-
 SELECT count(*) AS rows_direct, (SELECT count(*) FROM via_sql) AS rows_sql,
        (SELECT count(*) FROM ((TABLE via_direct EXCEPT ALL TABLE via_sql)
                               UNION ALL (TABLE via_sql EXCEPT ALL TABLE via_direct)) d) AS differing
   FROM via_direct;
- rows_direct | rows_sql | differing 
--------------+----------+-----------
-           9 |        9 |         0
-(1 row)
 
 -- Both paths read the caller's snapshot: inside a transaction they see its
 -- own uncommitted writes and deletes.
 BEGIN;
 SELECT key FROM sandbox_store.sandbox_upsert('d/new', 'e2b', 'sbx-n', 'thread-d');
-  key  
--------
- d/new
-(1 row)
-
 SELECT sandbox_store.sandbox_delete('d/min') AS deleted;
- deleted 
----------
- t
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_get('d/new') UNION ALL SELECT key FROM sandbox_store.sandbox_get('d/min');
-  key  
--------
- d/new
-(1 row)
-
 SET LOCAL sandbox_store.direct_reads = off;
 SELECT key FROM sandbox_store.sandbox_get('d/new') UNION ALL SELECT key FROM sandbox_store.sandbox_get('d/min');
-  key  
--------
- d/new
-(1 row)
-
 ROLLBACK;
 SELECT key FROM sandbox_store.sandbox_get('d/min');
-  key  
--------
- d/min
-(1 row)
 
 -- The claim check of the lock-mode resume, both ways: a claimed key is not
 -- resumed (55P03 with wait 0); released, it is.
 SELECT fence > 0 AS claimed, owner_token AS d_token
   FROM sandbox_store.sandbox_claim('d/full', lease => '1 hour') \gset
 SELECT :'claimed' AS claimed;
- claimed 
----------
- t
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_ensure('d/full', 'run-2', wait => '0')$$) AS direct;
-                   direct                   
---------------------------------------------
- 55P03: could not lock sandbox key "d/full"
-(1 row)
-
 SET sandbox_store.direct_reads = off;
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_ensure('d/full', 'run-2', wait => '0')$$) AS via_sql;
-                  via_sql                   
---------------------------------------------
- 55P03: could not lock sandbox key "d/full"
-(1 row)
-
 SELECT sandbox_store.sandbox_release('d/full', :'d_token') AS released;
- released 
-----------
- t
-(1 row)
-
 SELECT action, latest_run_id FROM sandbox_store.sandbox_ensure('d/full', 'run-3');
- action | latest_run_id 
---------+---------------
- resume | run-3
-(1 row)
-
 RESET sandbox_store.direct_reads;
 SELECT action, latest_run_id FROM sandbox_store.sandbox_ensure('d/full', 'run-4');
- action | latest_run_id 
---------+---------------
- resume | run-4
-(1 row)
 
 -- Only a superuser may turn it off (or on).
 CREATE ROLE regress_sb_direct;
 SET ROLE regress_sb_direct;
 SELECT pg_temp.err($$SET sandbox_store.direct_reads = off$$) AS set_by_app;
-                               set_by_app                               
-------------------------------------------------------------------------
- 42501: permission denied to set parameter "sandbox_store.direct_reads"
-(1 row)
-
 RESET ROLE;
 DROP ROLE regress_sb_direct;
 SELECT pg_temp.err($$SET sandbox_store.direct_reads_typo = off$$) AS reserved_prefix;
-                                reserved_prefix                                
--------------------------------------------------------------------------------
- 42602: invalid configuration parameter name "sandbox_store.direct_reads_typo"
-(1 row)
 
 SELECT count(*) AS deleted FROM probes p, sandbox_store.sandbox_delete(p.k) WHERE sandbox_delete;
- deleted 
----------
-       5
-(1 row)
-

@@ -2,41 +2,20 @@
 -- ensure: every decision of sandbox_ensure, the lock it takes, and the
 -- other lock functions.  (Races between sessions: specs/*.spec.)
 --
+\i test/sql/include/fresh.sql
 \pset null '<null>'
 SET timezone = 'UTC';
-CREATE VIEW my_sb_locks AS
-  SELECT mode, granted, ((classid::int8 << 32) | objid::int8) AS lock_id
-    FROM pg_locks
-   WHERE locktype = 'advisory' AND objsubid = 21314 AND pid = pg_backend_pid();
+
 -- create: no record.  The row carries no record; the lock is held until the
 -- transaction ends, as pg_locks shows, under the key's lock id.
 BEGIN;
 SELECT * FROM sandbox_store.sandbox_ensure(key => 'e1', run_id => 'run-1');
- action |  key   | provider | provider_sandbox_id | latest_snapshot_id | thread_id | latest_run_id | updated_at | fence  | owner_token | lease_expires_at 
---------+--------+----------+---------------------+--------------------+-----------+---------------+------------+--------+-------------+------------------
- create | <null> | <null>   | <null>              | <null>             | <null>    | <null>        | <null>     | <null> | <null>      | <null>
-(1 row)
-
 SELECT mode, granted, lock_id = sandbox_store.sandbox_lock_id('e1') AS key_lock
   FROM my_sb_locks;
-     mode      | granted | key_lock 
----------------+---------+----------
- ExclusiveLock | t       | t
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert('e1', 'prov-x', 'sbx-e1', 'thread-e', latest_run_id => 'run-1',
                                              latest_snapshot_id => 'snap-e1');
- key 
------
- e1
-(1 row)
-
 COMMIT;
 SELECT count(*) AS locks_after_commit FROM my_sb_locks;
- locks_after_commit 
---------------------
-                  0
-(1 row)
 
 -- resume: a fresh record, stamped with run_id and now() in the caller's
 -- transaction.
@@ -44,411 +23,128 @@ BEGIN;
 SELECT action, key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id,
        updated_at = now() AS stamped_now
   FROM sandbox_store.sandbox_ensure('e1', 'run-2');
- action | key | provider | provider_sandbox_id | latest_snapshot_id | thread_id | latest_run_id | stamped_now 
---------+-----+----------+---------------------+--------------------+-----------+---------------+-------------
- resume | e1  | prov-x   | sbx-e1              | snap-e1            | thread-e  | run-2         | t
-(1 row)
-
 SELECT latest_run_id, updated_at = now() AS stamped_now FROM sandbox_store.sandbox_get('e1');
- latest_run_id | stamped_now 
----------------+-------------
- run-2         | t
-(1 row)
-
 COMMIT;
+
 -- The stamp is rolled back with the caller's transaction.
 BEGIN;
 SELECT action, latest_run_id FROM sandbox_store.sandbox_ensure('e1', 'run-rolled-back');
- action |  latest_run_id  
---------+-----------------
- resume | run-rolled-back
-(1 row)
-
 ROLLBACK;
 SELECT latest_run_id FROM sandbox_store.sandbox_get('e1');
- latest_run_id 
----------------
- run-2
-(1 row)
 
 -- recreate by max_age: a record older than max_age comes back as it was,
 -- unstamped, so the caller can destroy that sandbox.
 SELECT updated_at FROM sandbox_store.sandbox_upsert('e2', 'prov-x', 'sbx-old', 'thread-e',
   latest_snapshot_id => 'snap-old', latest_run_id => 'run-old',
   updated_at => '2026-01-01 00:00:00+00');
-          updated_at          
-------------------------------
- Thu Jan 01 00:00:00 2026 UTC
-(1 row)
-
 BEGIN;
 SELECT * FROM sandbox_store.sandbox_ensure('e2', 'run-3', max_age => '1 hour');
-  action  | key | provider | provider_sandbox_id | latest_snapshot_id | thread_id | latest_run_id |          updated_at          | fence  | owner_token | lease_expires_at 
-----------+-----+----------+---------------------+--------------------+-----------+---------------+------------------------------+--------+-------------+------------------
- recreate | e2  | prov-x   | sbx-old             | snap-old           | thread-e  | run-old       | Thu Jan 01 00:00:00 2026 UTC | <null> | <null>      | <null>
-(1 row)
-
 SELECT latest_run_id, updated_at FROM sandbox_store.sandbox_get('e2');
- latest_run_id |          updated_at          
----------------+------------------------------
- run-old       | Thu Jan 01 00:00:00 2026 UTC
-(1 row)
-
 -- the caller destroys sbx-old, creates a new sandbox and records it.
 SELECT provider_sandbox_id, latest_snapshot_id, latest_run_id
   FROM sandbox_store.sandbox_upsert('e2', 'prov-x', 'sbx-new', 'thread-e', latest_run_id => 'run-3');
- provider_sandbox_id | latest_snapshot_id | latest_run_id 
----------------------+--------------------+---------------
- sbx-new             | <null>             | run-3
-(1 row)
-
 COMMIT;
 -- Younger than max_age: resume.
 SELECT action, provider_sandbox_id, latest_run_id FROM sandbox_store.sandbox_ensure('e2', 'run-4', max_age => '1 hour');
- action | provider_sandbox_id | latest_run_id 
---------+---------------------+---------------
- resume | sbx-new             | run-4
-(1 row)
-
 -- max_age is compared with now(): exactly as old as max_age is still fresh.
 BEGIN;
 SELECT key FROM sandbox_store.sandbox_upsert('e3', 'p', 'sbx-e3', 't', updated_at => now() - interval '10 minutes');
- key 
------
- e3
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('e3', 'r', max_age => '10 minutes');
- action 
---------
- resume
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert('e3', 'p', 'sbx-e3', 't', updated_at => now() - interval '10 minutes 0.001 seconds');
- key 
------
- e3
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('e3', 'r', max_age => '10 minutes');
-  action  
-----------
- recreate
-(1 row)
-
 ROLLBACK;
 -- max_age 0: only a record stamped in this very transaction is fresh.
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('e1', 'r0', max_age => '0');
-  action  
-----------
- recreate
-(1 row)
-
 ROLLBACK;
 -- months and days count as in timestamp arithmetic.
 SELECT key FROM sandbox_store.sandbox_upsert('e4', 'p', 'sbx-e4', 't', updated_at => now() - interval '20 days');
- key 
------
- e4
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('e4', 'r', max_age => '1 mon');
- action 
---------
- resume
-(1 row)
-
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('e4', 'r', max_age => '2 weeks');
- action 
---------
- resume
-(1 row)
-
 ROLLBACK;
+
 -- recreate by provider: a record of another provider; the same provider resumes.
 BEGIN;
 SELECT action, provider, provider_sandbox_id FROM sandbox_store.sandbox_ensure('e1', 'run-5', provider => 'prov-y');
-  action  | provider | provider_sandbox_id 
-----------+----------+---------------------
- recreate | prov-x   | sbx-e1
-(1 row)
-
 ROLLBACK;
 SELECT action, provider, provider_sandbox_id FROM sandbox_store.sandbox_ensure('e1', 'run-5', provider => 'prov-x');
- action | provider | provider_sandbox_id 
---------+----------+---------------------
- resume | prov-x   | sbx-e1
-(1 row)
-
 -- Both conditions: either one makes it recreate.
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('e1', 'run-6', max_age => '1 day', provider => 'prov-y');
-  action  
-----------
- recreate
-(1 row)
-
 ROLLBACK;
+
 -- Outside a transaction block the lock ends with the statement: a create or
 -- recreate answer says so; a resume needs no warning.
 SELECT action FROM sandbox_store.sandbox_ensure('e-auto', 'run-1');
-WARNING:  sandbox_ensure returned "create" outside a transaction block
-DETAIL:  The lock on the key ended with the statement, so another session may also be told to create a sandbox for it.
-HINT:  Call sandbox_ensure after BEGIN and upsert the new record before COMMIT, or pass a lease.
- action 
---------
- create
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('e2', 'run-5', max_age => '0');
-WARNING:  sandbox_ensure returned "recreate" outside a transaction block
-DETAIL:  The lock on the key ended with the statement, so another session may also be told to create a sandbox for it.
-HINT:  Call sandbox_ensure after BEGIN and upsert the new record before COMMIT, or pass a lease.
-  action  
-----------
- recreate
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('e1', 'run-7');
- action 
---------
- resume
-(1 row)
-
 SELECT count(*) AS locks_after_statement FROM my_sb_locks;
- locks_after_statement 
------------------------
-                     0
-(1 row)
 
 -- One lock per key, however often it is taken in a transaction; one per key
 -- for different keys.
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('e1', 'run-8');
- action 
---------
- resume
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('e1', 'run-9');
- action 
---------
- resume
-(1 row)
-
 SELECT sandbox_store.sandbox_lock('e1');
- sandbox_lock 
---------------
- 
-(1 row)
-
 SELECT sandbox_store.sandbox_try_lock('e1');
- sandbox_try_lock 
-------------------
- t
-(1 row)
-
 SELECT count(*) FROM my_sb_locks;
- count 
--------
-     1
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('e2', 'run-9');
- action 
---------
- resume
-(1 row)
-
 SELECT count(*) FROM my_sb_locks;
- count 
--------
-     2
-(1 row)
-
 COMMIT;
 SELECT count(*) FROM my_sb_locks;
- count 
--------
-     0
-(1 row)
 
 -- A lock taken in a subtransaction that rolls back is released with it.
 BEGIN;
 SAVEPOINT s1;
 SELECT action FROM sandbox_store.sandbox_ensure('e1', 'run-10');
- action 
---------
- resume
-(1 row)
-
 SELECT count(*) FROM my_sb_locks;
- count 
--------
-     1
-(1 row)
-
 ROLLBACK TO SAVEPOINT s1;
 SELECT count(*) FROM my_sb_locks;
- count 
--------
-     0
-(1 row)
-
 COMMIT;
+
 -- wait: NULL, 0 and a bounded wait all succeed at once on a free key, and a
 -- bounded wait leaves lock_timeout as the session had it.
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('e1', 'r', wait => NULL);
- action 
---------
- resume
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('w0', 'r', wait => '0');
- action 
---------
- create
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('w1', 'r', wait => '2 seconds');
- action 
---------
- create
-(1 row)
-
 SELECT sandbox_store.sandbox_lock('w2', wait => '0');
- sandbox_lock 
---------------
- 
-(1 row)
-
 SELECT sandbox_store.sandbox_lock('w3', wait => '500 ms');
- sandbox_lock 
---------------
- 
-(1 row)
-
 SELECT sandbox_store.sandbox_lock('w4');
- sandbox_lock 
---------------
- 
-(1 row)
-
 SHOW lock_timeout;
- lock_timeout 
---------------
- 0
-(1 row)
-
 SELECT count(*) FROM my_sb_locks;
- count 
--------
-     6
-(1 row)
-
 ROLLBACK;
 SET lock_timeout = '3s';
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('w1', 'r', wait => '1 minute');
- action 
---------
- create
-(1 row)
-
 SELECT sandbox_store.sandbox_lock('w3', wait => '1 microsecond');
- sandbox_lock 
---------------
- 
-(1 row)
-
 SHOW lock_timeout;
- lock_timeout 
---------------
- 3s
-(1 row)
-
 ROLLBACK;
 SHOW lock_timeout;
- lock_timeout 
---------------
- 3s
-(1 row)
-
 RESET lock_timeout;
+
 -- try_lock: true when taken (or already held by this transaction).
 BEGIN;
 SELECT sandbox_store.sandbox_try_lock('t1'), sandbox_store.sandbox_try_lock('t1');
- sandbox_try_lock | sandbox_try_lock 
-------------------+------------------
- t                | t
-(1 row)
-
 SELECT count(*) FROM my_sb_locks;
- count 
--------
-     1
-(1 row)
-
 COMMIT;
 SELECT count(*) FROM my_sb_locks;
- count 
--------
-     0
-(1 row)
 
 -- The lock id is FNV-1a 64 of the key's bytes: fixed forever.
 SELECT k, sandbox_store.sandbox_lock_id(k)
   FROM (VALUES ('a'), ('e1'), ('thread-1/def/prov'), ('ключ')) v(k);
-         k         |   sandbox_lock_id    
--------------------+----------------------
- a                 | -5808556873153909620
- e1                |   616565472031783043
- thread-1/def/prov |  4080694177465706735
- ключ              |  2981718160205118081
-(4 rows)
-
 -- Different keys, different ids; the lock does not depend on the database encoding's
 -- collation, only on bytes.
 SELECT sandbox_store.sandbox_lock_id('a') <> sandbox_store.sandbox_lock_id('A');
- ?column? 
-----------
- t
-(1 row)
 
 -- Under REPEATABLE READ, a transaction that sees the newest state proceeds.
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT action, latest_run_id FROM sandbox_store.sandbox_ensure('e1', 'run-rr');
- action | latest_run_id 
---------+---------------
- resume | run-rr
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('rr-new', 'run-rr');
- action 
---------
- create
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert('rr-new', 'p', 'sbx-rr', 't');
-  key   
---------
- rr-new
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('rr-new', 'run-rr2');
- action 
---------
- resume
-(1 row)
-
 SELECT sandbox_store.sandbox_delete('rr-new'), sandbox_store.sandbox_delete('rr-missing');
- sandbox_delete | sandbox_delete 
-----------------+----------------
- t              | f
-(1 row)
-
 COMMIT;
+
 DROP VIEW my_sb_locks;

@@ -1,7 +1,7 @@
 --
 -- setup: install, and what the extension puts in the catalog.
 --
-CREATE EXTENSION sandbox_store;
+\i test/sql/include/fresh.sql
 
 SELECT extversion, extrelocatable, extnamespace::regnamespace AS schema,
        extconfig::regclass[] AS dumped_tables

@@ -8,6 +8,7 @@
 -- procedure that commits after every call, so page pruning can reuse the
 -- space of the versions it leaves behind).
 --
+\i test/sql/include/fresh.sql
 SELECT count(*) AS written
   FROM generate_series(1, 50) i,
        sandbox_store.sandbox_upsert('hot/' || i, 'e2b', 'sbx-' || i, 'thread-hot');

@@ -5,43 +5,23 @@
 -- EXTENSION.  Then a 1.1 database with a live claim, taken to 1.2.  Runs
 -- last: leaves sandbox_store installed, fresh.
 --
+\i test/sql/include/fresh.sql
 \pset null '<null>'
 SET timezone = 'UTC';
+
 -- err(sql): run sql; 'ok', or the SQLSTATE and message it raised.
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store VERSION '1.0';
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
- extversion 
-------------
- 1.0
-(1 row)
-
 SELECT oid::regprocedure AS function FROM pg_proc
  WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY oid::regprocedure::text;
-                                       function                                       
---------------------------------------------------------------------------------------
- sandbox_store.sandbox_delete(text)
- sandbox_store.sandbox_ensure(text,text,interval,text,interval)
- sandbox_store.sandbox_get(text)
- sandbox_store.sandbox_list(text)
- sandbox_store.sandbox_lock(text,interval)
- sandbox_store.sandbox_lock_id(text)
- sandbox_store.sandbox_try_lock(text)
- sandbox_store.sandbox_upsert(text,text,text,text,text,text,timestamp with time zone)
-(8 rows)
 
 CREATE ROLE regress_sb_up_app;
 CREATE ROLE regress_sb_up_nobody;
 -- The two lines the README tells an admin to run:
 GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_app;
+
 --
 -- The app writes records through the 1.0 functions, served by the new
 -- library: every one works as in 1.0, and ensure returns its 8 columns.
@@ -49,160 +29,57 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_app;
 SET ROLE regress_sb_up_app;
 BEGIN;
 SELECT * FROM sandbox_store.sandbox_ensure('up/1', 'run-1');
- action |  key   | provider | provider_sandbox_id | latest_snapshot_id | thread_id | latest_run_id | updated_at 
---------+--------+----------+---------------------+--------------------+-----------+---------------+------------
- create | <null> | <null>   | <null>              | <null>             | <null>    | <null>        | <null>
-(1 row)
-
 SELECT * FROM sandbox_store.sandbox_upsert('up/1', 'prov-x', 'sbx-1', 'thread-up',
                                            latest_snapshot_id => 'snap-1', latest_run_id => 'run-1',
                                            updated_at => '2026-01-02 03:04:05.678901+00');
- key  | provider | provider_sandbox_id | latest_snapshot_id | thread_id | latest_run_id |             updated_at              
-------+----------+---------------------+--------------------+-----------+---------------+-------------------------------------
- up/1 | prov-x   | sbx-1               | snap-1             | thread-up | run-1         | Fri Jan 02 03:04:05.678901 2026 UTC
-(1 row)
-
 COMMIT;
 BEGIN;
 SELECT action, key, provider_sandbox_id, latest_run_id, updated_at = now() AS stamped_now
   FROM sandbox_store.sandbox_ensure('up/1', 'run-2');
- action | key  | provider_sandbox_id | latest_run_id | stamped_now 
---------+------+---------------------+---------------+-------------
- resume | up/1 | sbx-1               | run-2         | t
-(1 row)
-
 COMMIT;
 BEGIN;
 SELECT action, key, provider, provider_sandbox_id, latest_run_id
   FROM sandbox_store.sandbox_ensure('up/1', 'run-3', max_age => '0', provider => 'prov-y',
                                     wait => '1 second');
-  action  | key  | provider | provider_sandbox_id | latest_run_id 
-----------+------+----------+---------------------+---------------
- recreate | up/1 | prov-x   | sbx-1               | run-2
-(1 row)
-
 ROLLBACK;
 SELECT key FROM sandbox_store.sandbox_upsert('up/minimal', 'p', 's', 'thread-up');
-    key     
-------------
- up/minimal
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert('up/old', 'prov-x', 'sbx-old', 'thread-up',
                                              updated_at => '2000-01-01 00:00:00+00');
-  key   
---------
- up/old
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert(E'up/odd \'"\\;\n\t ключ 🔑', 'p', E's\\1', 't');
-       key        
-------------------
- up/odd '"\;     +
-          ключ 🔑
-(1 row)
-
 SELECT octet_length(key) FROM sandbox_store.sandbox_upsert(repeat('é', 512), repeat('p', 1024),
   repeat('s', 1024), repeat('t', 1024), repeat('n', 1024), repeat('r', 1024),
   '1999-12-31 23:59:59.999999+00');
- octet_length 
---------------
-         1024
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert('up/gone', 'p', 's', 'thread-up');
-   key   
----------
- up/gone
-(1 row)
-
 SELECT sandbox_store.sandbox_delete('up/gone'), sandbox_store.sandbox_delete('up/gone');
- sandbox_delete | sandbox_delete 
-----------------+----------------
- t              | f
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_get('up/1');
- key  
-------
- up/1
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_list('thread-up') ORDER BY key;
-    key     
-------------
- up/1
- up/minimal
- up/old
-(3 rows)
-
 BEGIN;
 SELECT sandbox_store.sandbox_lock('up/1', wait => '0'), sandbox_store.sandbox_try_lock('up/2');
- sandbox_lock | sandbox_try_lock 
---------------+------------------
-              | t
-(1 row)
-
 COMMIT;
 SELECT sandbox_store.sandbox_lock_id('up/1') = sandbox_store.sandbox_lock_id('up/1') AS lock_id;
- lock_id 
----------
- t
-(1 row)
-
 -- 1.0 has no lease mode and none of the new functions.
 SELECT * FROM sandbox_store.sandbox_ensure('up/1', 'run-4', lease => '1 minute');
-ERROR:  function sandbox_store.sandbox_ensure(unknown, unknown, lease => unknown) does not exist
-LINE 1: SELECT * FROM sandbox_store.sandbox_ensure('up/1', 'run-4', ...
-                      ^
-HINT:  No function matches the given name and argument types. You might need to add explicit type casts.
 SELECT sandbox_store.sandbox_lock_holder('up/1');
-ERROR:  function sandbox_store.sandbox_lock_holder(unknown) does not exist
-LINE 1: SELECT sandbox_store.sandbox_lock_holder('up/1');
-               ^
-HINT:  No function matches the given name and argument types. You might need to add explicit type casts.
 RESET ROLE;
 SELECT to_regclass('sandbox_store.leases') AS leases, to_regclass('sandbox_store.claims') AS claims;
- leases | claims 
---------+--------
- <null> | <null>
-(1 row)
 
 -- A copy of every record, to compare with after the update.
 CREATE TEMP TABLE before_update AS SELECT * FROM sandbox_store.instances;
 SELECT count(*) AS records FROM before_update;
- records 
----------
-       5
-(1 row)
 
 --
 -- The update.
 --
 ALTER EXTENSION sandbox_store UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
- extversion 
-------------
- 1.2
-(1 row)
 
 -- Every record survived, byte for byte: no row lost, added or changed, and
 -- each column's binary representation is the same.
 SELECT count(*) AS records FROM sandbox_store.instances;
- records 
----------
-       5
-(1 row)
-
 SELECT count(*) AS differing_rows FROM (
   (TABLE before_update EXCEPT ALL TABLE sandbox_store.instances)
   UNION ALL
   (TABLE sandbox_store.instances EXCEPT ALL TABLE before_update)) d;
- differing_rows 
-----------------
-              0
-(1 row)
-
 SELECT count(*) AS differing_bytes
   FROM before_update b FULL JOIN sandbox_store.instances i ON textsend(b.key) = textsend(i.key)
  WHERE (textsend(b.provider), textsend(b.provider_sandbox_id), textsend(b.latest_snapshot_id),
@@ -210,55 +87,19 @@ SELECT count(*) AS differing_bytes
        IS DISTINCT FROM
        (textsend(i.provider), textsend(i.provider_sandbox_id), textsend(i.latest_snapshot_id),
         textsend(i.thread_id), textsend(i.latest_run_id), timestamptz_send(i.updated_at));
- differing_bytes 
------------------
-               0
-(1 row)
-
 SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id,
        updated_at = '2000-01-01 00:00:00+00' AS in_2000
   FROM sandbox_store.instances WHERE key IN ('up/minimal', 'up/old') ORDER BY key;
-    key     | provider | provider_sandbox_id | latest_snapshot_id | thread_id | latest_run_id | in_2000 
-------------+----------+---------------------+--------------------+-----------+---------------+---------
- up/minimal | p        | s                   | <null>             | thread-up | <null>        | f
- up/old     | prov-x   | sbx-old             | <null>             | thread-up | <null>        | t
-(2 rows)
 
 -- The functions of 1.1: the new ones, and the new signatures of ensure,
 -- upsert and delete in place of the old ones.
 SELECT oid::regprocedure AS function FROM pg_proc
  WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY oid::regprocedure::text;
-                                          function                                           
----------------------------------------------------------------------------------------------
- sandbox_store.sandbox_claim(text,interval,interval)
- sandbox_store.sandbox_delete(text,bigint)
- sandbox_store.sandbox_ensure(text,text,interval,text,interval,interval)
- sandbox_store.sandbox_get(text)
- sandbox_store.sandbox_list(text)
- sandbox_store.sandbox_lock(text,interval)
- sandbox_store.sandbox_lock_holder(text)
- sandbox_store.sandbox_lock_id(text)
- sandbox_store.sandbox_reap(interval,integer)
- sandbox_store.sandbox_release(text,uuid)
- sandbox_store.sandbox_renew(text,uuid,interval)
- sandbox_store.sandbox_try_lock(text)
- sandbox_store.sandbox_upsert(text,text,text,text,text,text,timestamp with time zone,bigint)
-(13 rows)
-
 SELECT to_regprocedure('sandbox_store.sandbox_ensure(text,text,interval,text,interval)') AS old_ensure,
        to_regprocedure('sandbox_store.sandbox_upsert(text,text,text,text,text,text,timestamptz)')
          AS old_upsert,
        to_regprocedure('sandbox_store.sandbox_delete(text)') AS old_delete;
- old_ensure | old_upsert | old_delete 
-------------+------------+------------
- <null>     | <null>     | <null>
-(1 row)
-
 SELECT extconfig::regclass[] AS dumped FROM pg_extension WHERE extname = 'sandbox_store';
-                                 dumped                                 
-------------------------------------------------------------------------
- {sandbox_store.instances,sandbox_store.fence_seq,sandbox_store.leases}
-(1 row)
 
 --
 -- Privileges carried over: the app role can execute every function, and has
@@ -271,23 +112,6 @@ SELECT p.oid::regprocedure AS function,
        has_function_privilege('regress_sb_up_nobody', p.oid, 'EXECUTE') AS nobody
   FROM pg_proc p WHERE p.pronamespace = 'sandbox_store'::regnamespace
  ORDER BY p.oid::regprocedure::text;
-                                          function                                           | app | nobody 
----------------------------------------------------------------------------------------------+-----+--------
- sandbox_store.sandbox_claim(text,interval,interval)                                         | t   | f
- sandbox_store.sandbox_delete(text,bigint)                                                   | t   | f
- sandbox_store.sandbox_ensure(text,text,interval,text,interval,interval)                     | t   | f
- sandbox_store.sandbox_get(text)                                                             | t   | f
- sandbox_store.sandbox_list(text)                                                            | t   | f
- sandbox_store.sandbox_lock(text,interval)                                                   | t   | f
- sandbox_store.sandbox_lock_holder(text)                                                     | t   | f
- sandbox_store.sandbox_lock_id(text)                                                         | t   | f
- sandbox_store.sandbox_reap(interval,integer)                                                | t   | f
- sandbox_store.sandbox_release(text,uuid)                                                    | t   | f
- sandbox_store.sandbox_renew(text,uuid,interval)                                             | t   | f
- sandbox_store.sandbox_try_lock(text)                                                        | t   | f
- sandbox_store.sandbox_upsert(text,text,text,text,text,text,timestamp with time zone,bigint) | t   | f
-(13 rows)
-
 SELECT c.relname, c.relkind, r.rolname,
        has_table_privilege(r.rolname, c.oid, 'SELECT') AS sel,
        has_table_privilege(r.rolname, c.oid, 'INSERT') AS ins,
@@ -297,36 +121,16 @@ SELECT c.relname, c.relkind, r.rolname,
   FROM pg_class c CROSS JOIN (VALUES ('regress_sb_up_app'), ('regress_sb_up_nobody')) r(rolname)
  WHERE c.relnamespace = 'sandbox_store'::regnamespace AND c.relkind IN ('r', 'v')
  ORDER BY 1, 3;
-  relname  | relkind |       rolname        | sel | ins | upd | del | trunc 
------------+---------+----------------------+-----+-----+-----+-----+-------
- claims    | v       | regress_sb_up_app    | f   | f   | f   | f   | f
- claims    | v       | regress_sb_up_nobody | f   | f   | f   | f   | f
- instances | r       | regress_sb_up_app    | f   | f   | f   | f   | f
- instances | r       | regress_sb_up_nobody | f   | f   | f   | f   | f
- leases    | r       | regress_sb_up_app    | f   | f   | f   | f   | f
- leases    | r       | regress_sb_up_nobody | f   | f   | f   | f   | f
-(6 rows)
-
 SELECT r.rolname,
        has_sequence_privilege(r.rolname, 'sandbox_store.fence_seq', 'USAGE') AS usage,
        has_sequence_privilege(r.rolname, 'sandbox_store.fence_seq', 'SELECT') AS sel,
        has_sequence_privilege(r.rolname, 'sandbox_store.fence_seq', 'UPDATE') AS upd
   FROM (VALUES ('regress_sb_up_app'), ('regress_sb_up_nobody')) r(rolname) ORDER BY 1;
-       rolname        | usage | sel | upd 
-----------------------+-------+-----+-----
- regress_sb_up_app    | f     | f   | f
- regress_sb_up_nobody | f     | f   | f
-(2 rows)
-
 SELECT count(*) AS public_grants FROM (
   SELECT aclexplode(relacl) AS a FROM pg_class WHERE relnamespace = 'sandbox_store'::regnamespace
   UNION ALL
   SELECT aclexplode(proacl) FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace
 ) s WHERE (a).grantee = 0;
- public_grants 
----------------
-             0
-(1 row)
 
 --
 -- Lease mode works at once, for the app role, on the upgraded records.
@@ -336,89 +140,29 @@ SELECT action, provider_sandbox_id, latest_run_id, fence AS up_fence, owner_toke
   FROM sandbox_store.sandbox_ensure('up/1', 'run-5', lease => '1 minute') \gset
 SELECT :'action' AS action, :'provider_sandbox_id' AS provider_sandbox_id,
        :'latest_run_id' AS latest_run_id;
- action | provider_sandbox_id | latest_run_id 
---------+---------------------+---------------
- resume | sbx-1               | run-5
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.claims$$) AS app_reads_claims;
-             app_reads_claims             
-------------------------------------------
- 42501: permission denied for view claims
-(1 row)
-
 RESET ROLE;
 SELECT key, fence = :up_fence AS same_fence, owner_token = :'up_token' AS same_token
   FROM sandbox_store.claims;
- key  | same_fence | same_token 
-------+------------+------------
- up/1 | t          | t
-(1 row)
-
 SET ROLE regress_sb_up_app;
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_ensure('up/1', 'run-6', wait => '0')$$);
-                   err                    
-------------------------------------------
- 55P03: could not lock sandbox key "up/1"
-(1 row)
-
 SELECT sandbox_store.sandbox_renew('up/1', :'up_token', '2 minutes') > now() AS renewed;
- renewed 
----------
- t
-(1 row)
-
 SELECT key, provider_sandbox_id
   FROM sandbox_store.sandbox_upsert('up/1', 'prov-x', 'sbx-1b', 'thread-up', fence => :up_fence);
- key  | provider_sandbox_id 
-------+---------------------
- up/1 | sbx-1b
-(1 row)
-
 SELECT sandbox_store.sandbox_lock_holder('up/1') AS lock_holder;
- lock_holder 
--------------
-      <null>
-(1 row)
-
 SELECT left(key, 8) AS key, updated_at FROM sandbox_store.sandbox_reap('1 day');
-   key    |             updated_at              
-----------+-------------------------------------
- éééééééé | Fri Dec 31 23:59:59.999999 1999 UTC
- up/old   | Sat Jan 01 00:00:00 2000 UTC
-(2 rows)
-
 SELECT sandbox_store.sandbox_release('up/1', :'up_token') AS released;
- released 
-----------
- t
-(1 row)
-
 SELECT action, fence > :up_fence AS higher_fence, owner_token AS up_token2
   FROM sandbox_store.sandbox_ensure('up/1', 'run-7', lease => '1 minute') \gset
 SELECT :'action' AS action, :'higher_fence' AS higher_fence;
- action | higher_fence 
---------+--------------
- resume | t
-(1 row)
-
 SELECT sandbox_store.sandbox_release('up/1', :'up_token2') AS released;
- released 
-----------
- t
-(1 row)
-
 -- ... and so does lock mode, with the claim columns NULL.
 BEGIN;
 SELECT action, provider_sandbox_id, fence, owner_token, lease_expires_at
   FROM sandbox_store.sandbox_ensure('up/1', 'run-8');
- action | provider_sandbox_id | fence  | owner_token | lease_expires_at 
---------+---------------------+--------+-------------+------------------
- resume | sbx-1b              | <null> | <null>      | <null>
-(1 row)
-
 COMMIT;
 RESET ROLE;
+
 --
 -- The upgraded catalog is the catalog of a fresh CREATE EXTENSION.  Every
 -- extension member is described (kind and name; functions with arguments,
@@ -525,6 +269,7 @@ CREATE FUNCTION pg_temp.sb_catalog() RETURNS SETOF text LANGUAGE sql AS $$
     FROM pg_catalog.pg_depend d JOIN members m ON m.classid = d.classid AND m.objid = d.objid
    WHERE d.deptype <> 'e'
 $$;
+
 -- Privileges of the members, as (object, grantee, privilege, grantable,
 -- grantor), the owner shown as "owner": current ones (acl) and the ones
 -- pg_dump compares them with (initprivs, from pg_init_privs).
@@ -559,50 +304,25 @@ RETURNS TABLE (source text, object text, grantee text, privilege text, grantable
          CASE WHEN x.grantor = ext.extowner THEN 'owner' ELSE x.grantor::regrole::text END
     FROM acls a CROSS JOIN LATERAL pg_catalog.aclexplode(a.acl) x CROSS JOIN ext
 $$;
+
 CREATE TEMP TABLE upgraded_catalog AS SELECT * FROM pg_temp.sb_catalog() AS item;
 CREATE TEMP TABLE upgraded_privileges AS SELECT * FROM pg_temp.sb_privileges();
+
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
- extversion 
-------------
- 1.2
-(1 row)
 
 CREATE TEMP TABLE fresh_catalog AS SELECT * FROM pg_temp.sb_catalog() AS item;
 CREATE TEMP TABLE fresh_privileges AS SELECT * FROM pg_temp.sb_privileges();
+
 -- What was compared (lines per kind), the same on both sides ...
 SELECT kind, u.n AS upgraded, f.n AS fresh
   FROM (SELECT split_part(item, ':', 1) AS kind, count(*) AS n FROM upgraded_catalog GROUP BY 1) u
   FULL JOIN (SELECT split_part(item, ':', 1) AS kind, count(*) AS n FROM fresh_catalog GROUP BY 1) f
  USING (kind) ORDER BY kind;
-    kind     | upgraded | fresh 
--------------+----------+-------
- column      |       18 |    18
- comment     |       26 |    26
- config_dump |        3 |     3
- constraint  |        5 |     5
- dependency  |       30 |    30
- extension   |        1 |     1
- function    |       13 |    13
- index       |        3 |     3
- member      |       19 |    19
- relation    |        4 |     4
- sequence    |        1 |     1
- type        |       12 |    12
- view        |        1 |     1
-(13 rows)
-
 -- ... and no line differs, either way.
 (TABLE upgraded_catalog EXCEPT ALL TABLE fresh_catalog) ORDER BY 1;
- item 
-------
-(0 rows)
-
 (TABLE fresh_catalog EXCEPT ALL TABLE upgraded_catalog) ORDER BY 1;
- item 
-------
-(0 rows)
 
 -- Privileges: the upgraded extension has exactly the fresh one's, plus the
 -- grants carried over to the app role (every function, and SELECT on the
@@ -612,63 +332,26 @@ SELECT object, grantee, privilege, grantable, grantor
         EXCEPT ALL
         SELECT * FROM fresh_privileges WHERE source = 'acl') d
  ORDER BY object, grantee, privilege;
-                                                object                                                |      grantee      | privilege | grantable | grantor 
-------------------------------------------------------------------------------------------------------+-------------------+-----------+-----------+---------
- function sandbox_store.sandbox_claim(text,interval,interval)                                         | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_delete(text,bigint)                                                   | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_ensure(text,text,interval,text,interval,interval)                     | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_get(text)                                                             | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_list(text)                                                            | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_lock(text,interval)                                                   | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_lock_holder(text)                                                     | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_lock_id(text)                                                         | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_reap(interval,integer)                                                | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_release(text,uuid)                                                    | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_renew(text,uuid,interval)                                             | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_try_lock(text)                                                        | regress_sb_up_app | EXECUTE   | f         | owner
- function sandbox_store.sandbox_upsert(text,text,text,text,text,text,timestamp with time zone,bigint) | regress_sb_up_app | EXECUTE   | f         | owner
-(13 rows)
-
 SELECT * FROM fresh_privileges WHERE source = 'acl'
 EXCEPT ALL
 SELECT * FROM upgraded_privileges WHERE source = 'acl';
- source | object | grantee | privilege | grantable | grantor 
---------+--------+---------+-----------+-----------+---------
-(0 rows)
-
 -- The initial privileges pg_dump compares with are those of a fresh install:
 -- the carried-over grants are the admin's, not the extension's, so pg_dump
 -- must dump them (and a restore, which runs a fresh CREATE EXTENSION, must
 -- get them back).
 SELECT count(*) AS initprivs FROM fresh_privileges WHERE source = 'initprivs';
- initprivs 
------------
-        37
-(1 row)
-
 (SELECT * FROM upgraded_privileges WHERE source = 'initprivs'
  EXCEPT ALL
  SELECT * FROM fresh_privileges WHERE source = 'initprivs') ORDER BY 2, 3, 4;
- source | object | grantee | privilege | grantable | grantor 
---------+--------+---------+-----------+-----------+---------
-(0 rows)
-
 (SELECT * FROM fresh_privileges WHERE source = 'initprivs'
  EXCEPT ALL
  SELECT * FROM upgraded_privileges WHERE source = 'initprivs') ORDER BY 2, 3, 4;
- source | object | grantee | privilege | grantable | grantor 
---------+--------+---------+-----------+-----------+---------
-(0 rows)
 
 -- The fresh extension has no grants: nothing left for the roles.
 SELECT count(*) AS app_grants FROM fresh_privileges WHERE grantee LIKE 'regress_sb_up_%';
- app_grants 
-------------
-          0
-(1 row)
-
 REVOKE ALL ON SCHEMA sandbox_store FROM regress_sb_up_app;
 DROP ROLE regress_sb_up_app, regress_sb_up_nobody;
+
 --
 -- 1.1 -> 1.2 under a live claim.  The new library serves 1.1 (the claim
 -- holds the key against lock mode); the update rewrites the table, keeps
@@ -678,98 +361,28 @@ DROP ROLE regress_sb_up_app, regress_sb_up_nobody;
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store VERSION '1.1';
 SELECT key FROM sandbox_store.sandbox_upsert('v11/1', 'p', 'sbx-1', 'thread-v11');
-  key  
--------
- v11/1
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert('v11/2', 'p', 'sbx-2', 'thread-v11',
                                              latest_snapshot_id => 'snap', latest_run_id => 'run');
-  key  
--------
- v11/2
-(1 row)
-
 SELECT action, fence AS v11_fence, owner_token AS v11_token
   FROM sandbox_store.sandbox_ensure('v11/1', 'run-1', lease => '1 hour') \gset
 SELECT :'action' AS action;
- action 
---------
- resume
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_ensure('v11/1', 'run-2', wait => '0')$$) AS claimed_v11;
-                claimed_v11                
--------------------------------------------
- 55P03: could not lock sandbox key "v11/1"
-(1 row)
-
 SELECT action FROM sandbox_store.sandbox_ensure('v11/2', 'run-2');
- action 
---------
- resume
-(1 row)
-
 CREATE TEMP TABLE before_v12 AS SELECT * FROM sandbox_store.instances;
 ALTER EXTENSION sandbox_store UPDATE TO '1.2';
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
- extversion 
-------------
- 1.2
-(1 row)
-
 SELECT count(*) AS records, count(*) FILTER (WHERE (i.*)::text IN (SELECT (b.*)::text FROM before_v12 b))
          AS unchanged
   FROM sandbox_store.instances i;
- records | unchanged 
----------+-----------
-       2 |         2
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_ensure('v11/1', 'run-3', wait => '0')$$) AS claimed_v12;
-                claimed_v12                
--------------------------------------------
- 55P03: could not lock sandbox key "v11/1"
-(1 row)
-
 SELECT key, provider_sandbox_id
   FROM sandbox_store.sandbox_upsert('v11/1', 'p', 'sbx-1b', 'thread-v11', fence => :v11_fence);
-  key  | provider_sandbox_id 
--------+---------------------
- v11/1 | sbx-1b
-(1 row)
-
 SELECT sandbox_store.sandbox_release('v11/1', :'v11_token') AS released;
- released 
-----------
- t
-(1 row)
-
 SELECT action, latest_run_id FROM sandbox_store.sandbox_ensure('v11/1', 'run-4');
- action | latest_run_id 
---------+---------------
- resume | run-4
-(1 row)
-
 SELECT pg_temp.err($$INSERT INTO sandbox_store.instances VALUES ('', 'p', 's', NULL, 't', NULL, now())$$)
          AS superuser_empty_key;
-                                        superuser_empty_key                                         
-----------------------------------------------------------------------------------------------------
- 23514: value for domain sandbox_store.bounded_text violates check constraint "bounded_text_length"
-(1 row)
-
 SELECT pg_temp.err($$UPDATE sandbox_store.instances SET latest_run_id = repeat('r', 1025)$$)
          AS superuser_long_run_id;
-                                       superuser_long_run_id                                        
-----------------------------------------------------------------------------------------------------
- 23514: value for domain sandbox_store.bounded_text violates check constraint "bounded_text_length"
-(1 row)
-
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
- extversion 
-------------
- 1.2
-(1 row)
-

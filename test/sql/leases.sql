@@ -8,23 +8,11 @@
 -- in psql variables or the temporary table c and only compared, never
 -- printed.  Leases are long (minutes) except where expiry is the point.
 --
+\i test/sql/include/fresh.sql
 \pset null '<null>'
 SET timezone = 'UTC';
 
 -- err(sql): run sql; 'ok', or the SQLSTATE and message it raised.
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-
-CREATE TEMP VIEW my_sb_locks AS
-  SELECT mode, granted, ((classid::int8 << 32) | objid::int8) AS lock_id
-    FROM pg_locks
-   WHERE locktype = 'advisory' AND objsubid = 21314 AND pid = pg_backend_pid();
-
 -- Every claim taken below, in the order taken (n).
 CREATE TEMP TABLE c (
   n serial, step text UNIQUE, key text, action text,

@@ -2,17 +2,10 @@
 -- errors: every row of the spec's error table, for every argument, with its
 -- SQLSTATE; a failed call changes nothing and leaves no lock.
 --
+\i test/sql/include/fresh.sql
 \pset null '<null>'
 
 -- err(sql): run sql; 'ok', or the SQLSTATE and message it raised.
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-
 SELECT key FROM sandbox_store.sandbox_upsert('err-key', 'p', 'sbx-err', 'thread-err', 'snap', 'run');
 -- 1.1: the key gets a claim history, so that leases has a row to keep intact;
 -- the fence sequence's position is kept too (a failed call must not use up a
@@ -164,7 +157,7 @@ SELECT count(*) AS changed_leases FROM (
   (TABLE sandbox_store.leases EXCEPT TABLE before_leases)) d;
 SELECT f.last_value = b.last_value AND f.is_called = b.is_called AS no_fence_used
   FROM sandbox_store.fence_seq f, before_fence b;
-SELECT count(*) AS locks FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314;
+SELECT pg_temp.sb_lock_count() AS locks;
 
 -- The messages in full: DETAIL and HINT explain.
 SELECT key FROM sandbox_store.sandbox_upsert(repeat('k', 1025), 'p', 's', 't');
@@ -186,6 +179,6 @@ SELECT action FROM sandbox_store.sandbox_ensure('err-key', 'run-x');
 SELECT key FROM sandbox_store.sandbox_upsert('err-key', 'p', '', 't');
 ROLLBACK;
 SELECT latest_run_id FROM sandbox_store.sandbox_get('err-key');
-SELECT count(*) AS locks FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314;
+SELECT pg_temp.sb_lock_count() AS locks;
 
 SELECT sandbox_store.sandbox_delete('err-key');

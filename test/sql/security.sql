@@ -2,8 +2,10 @@
 -- security: an app role needs USAGE on the schema and EXECUTE on the
 -- functions, and gets nothing on the table; a hostile search_path is never used.
 --
+\i test/sql/include/fresh.sql
 \pset null '<null>'
 SET timezone = 'UTC';
+
 CREATE ROLE regress_sb_app;
 CREATE ROLE regress_sb_nobody;
 CREATE ROLE regress_sb_usage_only;
@@ -11,221 +13,57 @@ CREATE ROLE regress_sb_usage_only;
 GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_app;
 GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_usage_only;
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'ok';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+
 -- The app role does everything through the functions.
 SET ROLE regress_sb_app;
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('sec-1', 'run-1');
- action 
---------
- create
-(1 row)
-
 SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_upsert('sec-1', 'p', 'sbx-sec', 'thread-sec');
-  key  | provider_sandbox_id 
--------+---------------------
- sec-1 | sbx-sec
-(1 row)
-
 COMMIT;
 SELECT action, latest_run_id FROM sandbox_store.sandbox_ensure('sec-1', 'run-2');
- action | latest_run_id 
---------+---------------
- resume | run-2
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_get('sec-1');
-  key  
--------
- sec-1
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_list('thread-sec');
-  key  
--------
- sec-1
-(1 row)
-
 BEGIN;
 SELECT sandbox_store.sandbox_lock('sec-1'), sandbox_store.sandbox_try_lock('sec-2');
- sandbox_lock | sandbox_try_lock 
---------------+------------------
-              | t
-(1 row)
-
 SELECT sandbox_store.sandbox_lock_id('sec-1') IS NOT NULL AS has_id;
- has_id 
---------
- t
-(1 row)
-
 COMMIT;
 SELECT sandbox_store.sandbox_delete('sec-1');
- sandbox_delete 
-----------------
- t
-(1 row)
-
 -- 1.1: lease mode, renew, release, fenced writes, reap and lock_holder, with
 -- the same two grants.  (Tokens and fences are random or moving: kept in
 -- psql variables, never printed.)
 SELECT action, fence AS sec_fence, owner_token AS sec_token
   FROM sandbox_store.sandbox_ensure('sec-l', 'run-1', lease => '1 minute') \gset
 SELECT :'action' AS action, :sec_fence > 0 AS has_fence;
- action | has_fence 
---------+-----------
- create | t
-(1 row)
-
 SELECT key, provider_sandbox_id
   FROM sandbox_store.sandbox_upsert('sec-l', 'p', 'sbx-l', 'thread-sec', fence => :sec_fence);
-  key  | provider_sandbox_id 
--------+---------------------
- sec-l | sbx-l
-(1 row)
-
 SELECT sandbox_store.sandbox_renew('sec-l', :'sec_token', '2 minutes') > now() + interval '1 minute'
        AS renewed;
- renewed 
----------
- t
-(1 row)
-
 SELECT sandbox_store.sandbox_lock_holder('sec-l') AS lock_holder;
- lock_holder 
--------------
-      <null>
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_reap('100 years', max_rows => 1);
- key 
------
-(0 rows)
-
 -- The claims view is not a function: the two grant lines do not open it.
 SELECT pg_temp.err($$SELECT count(*) FROM sandbox_store.claims$$);
-                   err                    
-------------------------------------------
- 42501: permission denied for view claims
-(1 row)
-
 SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
- sandbox_release 
------------------
- t
-(1 row)
-
 SELECT sandbox_store.sandbox_delete('sec-l', fence => :sec_fence);
- sandbox_delete 
-----------------
- t
-(1 row)
-
 -- ... and nothing to the table directly.
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.instances$$);
-                     err                      
-----------------------------------------------
- 42501: permission denied for table instances
-(1 row)
-
 SELECT pg_temp.err($$INSERT INTO sandbox_store.instances VALUES ('x', 'p', 's', NULL, 't', NULL, now())$$);
-                     err                      
-----------------------------------------------
- 42501: permission denied for table instances
-(1 row)
-
 SELECT pg_temp.err($$UPDATE sandbox_store.instances SET provider = 'x'$$);
-                     err                      
-----------------------------------------------
- 42501: permission denied for table instances
-(1 row)
-
 SELECT pg_temp.err($$DELETE FROM sandbox_store.instances$$);
-                     err                      
-----------------------------------------------
- 42501: permission denied for table instances
-(1 row)
-
 SELECT pg_temp.err($$TRUNCATE sandbox_store.instances$$);
-                     err                      
-----------------------------------------------
- 42501: permission denied for table instances
-(1 row)
-
 SELECT pg_temp.err($$CREATE TABLE sandbox_store.mine (i int)$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 -- ... nor to the leases table or the fence sequence.
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
-                    err                    
--------------------------------------------
- 42501: permission denied for table leases
-(1 row)
-
 SELECT pg_temp.err($$INSERT INTO sandbox_store.leases VALUES ('x', 1, NULL, NULL)$$);
-                    err                    
--------------------------------------------
- 42501: permission denied for table leases
-(1 row)
-
 SELECT pg_temp.err($$UPDATE sandbox_store.leases SET fence = 1$$);
-                    err                    
--------------------------------------------
- 42501: permission denied for table leases
-(1 row)
-
 SELECT pg_temp.err($$DELETE FROM sandbox_store.leases$$);
-                    err                    
--------------------------------------------
- 42501: permission denied for table leases
-(1 row)
-
 SELECT pg_temp.err($$TRUNCATE sandbox_store.leases$$);
-                    err                    
--------------------------------------------
- 42501: permission denied for table leases
-(1 row)
-
 SELECT pg_temp.err($$SELECT nextval('sandbox_store.fence_seq')$$);
-                       err                       
--------------------------------------------------
- 42501: permission denied for sequence fence_seq
-(1 row)
-
 SELECT pg_temp.err($$SELECT setval('sandbox_store.fence_seq', 1)$$);
-                       err                       
--------------------------------------------------
- 42501: permission denied for sequence fence_seq
-(1 row)
-
 SELECT pg_temp.err($$SELECT currval('sandbox_store.fence_seq')$$);
-                       err                       
--------------------------------------------------
- 42501: permission denied for sequence fence_seq
-(1 row)
-
 SELECT pg_temp.err($$SELECT last_value FROM sandbox_store.fence_seq$$);
-                       err                       
--------------------------------------------------
- 42501: permission denied for sequence fence_seq
-(1 row)
-
 SELECT pg_temp.err($$ALTER SEQUENCE sandbox_store.fence_seq RESTART$$);
-                    err                     
---------------------------------------------
- 42501: must be owner of sequence fence_seq
-(1 row)
-
 RESET ROLE;
+
 -- Reading the claims view takes a grant of its own; it opens the view only,
 -- read-only, and still not the table under it.
 GRANT SELECT ON sandbox_store.claims TO regress_sb_app;
@@ -235,216 +73,48 @@ SELECT fence AS sec_fence, owner_token AS sec_token
 SELECT key, fence = :sec_fence AS same_fence, owner_token = :'sec_token' AS same_token,
        lease_expires_at > now() AS live
   FROM sandbox_store.claims;
-  key  | same_fence | same_token | live 
--------+------------+------------+------
- sec-l | t          | t          | t
-(1 row)
-
 SELECT pg_temp.err($$UPDATE sandbox_store.claims SET lease_expires_at = now()$$);
-                   err                    
-------------------------------------------
- 42501: permission denied for view claims
-(1 row)
-
 SELECT pg_temp.err($$DELETE FROM sandbox_store.claims$$);
-                   err                    
-------------------------------------------
- 42501: permission denied for view claims
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
-                    err                    
--------------------------------------------
- 42501: permission denied for table leases
-(1 row)
-
 SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
- sandbox_release 
------------------
- t
-(1 row)
-
 SELECT count(*) AS live_claims FROM sandbox_store.claims;
- live_claims 
--------------
-           0
-(1 row)
-
 RESET ROLE;
 REVOKE SELECT ON sandbox_store.claims FROM regress_sb_app;
+
 -- A role without grants can call nothing.
 SET ROLE regress_sb_nobody;
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_get('sec-1')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('sec-1', 'r')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock('sec-1')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.instances$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('sec-1', 'r', lease => '1 minute')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_renew('sec-1', gen_random_uuid(), '1 minute')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_release('sec-1', gen_random_uuid())$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_reap('1 day')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_holder('sec-1')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.claims$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 SELECT pg_temp.err($$SELECT nextval('sandbox_store.fence_seq')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for schema sandbox_store
-(1 row)
-
 RESET ROLE;
 -- USAGE alone is not enough: EXECUTE is granted per function.
 SET ROLE regress_sb_usage_only;
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_get('sec-1')$$);
-                        err                        
----------------------------------------------------
- 42501: permission denied for function sandbox_get
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_upsert('sec-1', 'p', 's', 't')$$);
-                         err                          
-------------------------------------------------------
- 42501: permission denied for function sandbox_upsert
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_delete('sec-1')$$);
-                         err                          
-------------------------------------------------------
- 42501: permission denied for function sandbox_delete
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_list('t')$$);
-                        err                         
-----------------------------------------------------
- 42501: permission denied for function sandbox_list
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('sec-1', 'r')$$);
-                         err                          
-------------------------------------------------------
- 42501: permission denied for function sandbox_ensure
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock('sec-1')$$);
-                        err                         
-----------------------------------------------------
- 42501: permission denied for function sandbox_lock
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_try_lock('sec-1')$$);
-                          err                           
---------------------------------------------------------
- 42501: permission denied for function sandbox_try_lock
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_id('sec-1')$$);
-                          err                          
--------------------------------------------------------
- 42501: permission denied for function sandbox_lock_id
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_renew('sec-1', gen_random_uuid(), '1 minute')$$);
-                         err                         
------------------------------------------------------
- 42501: permission denied for function sandbox_renew
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_release('sec-1', gen_random_uuid())$$);
-                          err                          
--------------------------------------------------------
- 42501: permission denied for function sandbox_release
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_reap('1 day')$$);
-                        err                         
-----------------------------------------------------
- 42501: permission denied for function sandbox_reap
-(1 row)
-
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_holder('sec-1')$$);
-                            err                            
------------------------------------------------------------
- 42501: permission denied for function sandbox_lock_holder
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.claims$$);
-                   err                    
-------------------------------------------
- 42501: permission denied for view claims
-(1 row)
-
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
-                    err                    
--------------------------------------------
- 42501: permission denied for table leases
-(1 row)
-
 SELECT pg_temp.err($$SELECT nextval('sandbox_store.fence_seq')$$);
-                       err                       
--------------------------------------------------
- 42501: permission denied for sequence fence_seq
-(1 row)
-
 RESET ROLE;
 SELECT count(*) FROM sandbox_store.instances WHERE key = 'sec-1';
- count 
--------
-     0
-(1 row)
 
 -- A hostile search_path: objects named like those the extension uses, in a
 -- schema searched before pg_catalog.
@@ -475,6 +145,7 @@ CREATE OPERATOR evil.+ (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = e
 CREATE OPERATOR evil.- (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = evil.tspl);
 GRANT USAGE ON SCHEMA evil TO regress_sb_app;
 GRANT ALL ON ALL TABLES IN SCHEMA evil TO regress_sb_app;
+
 SET ROLE regress_sb_app;
 SET search_path = evil, pg_catalog, public;
 -- the hostile objects are what an unqualified name would find:
@@ -483,92 +154,32 @@ SELECT now() = '2000-01-01 00:00:00+00' AS evil_now, 'a' = 'b' AS evil_eq,
        gen_random_uuid() = '00000000-0000-0000-0000-000000000000' AS evil_uuid,
        nextval('sandbox_store.fence_seq') = 424242 AS evil_nextval,
        pg_catalog.now() < '1999-01-01'::timestamptz AS evil_lt;
- evil_now | evil_eq | evil_clock | evil_uuid | evil_nextval | evil_lt 
-----------+---------+------------+-----------+--------------+---------
- t        | t       | t          | t         | t            | t
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert('hostile-a', 'p', 'sbx-a', 'thread-h',
                                     updated_at => pg_catalog.now() OPERATOR(pg_catalog.-) interval '2 hours');
-    key    
------------
- hostile-a
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_upsert('hostile-b', 'p', 'sbx-b', 'thread-h');
-    key    
------------
- hostile-b
-(1 row)
-
 -- key equality is the real one: 'hostile-a' does not match 'hostile-b'.
 SELECT key FROM sandbox_store.sandbox_get('hostile-a');
-    key    
------------
- hostile-a
-(1 row)
-
 SELECT key FROM sandbox_store.sandbox_list('thread-h') ORDER BY key;
-    key    
------------
- hostile-a
- hostile-b
-(2 rows)
-
 SELECT sandbox_store.sandbox_delete('hostile-missing');
- sandbox_delete 
-----------------
- f
-(1 row)
-
 -- max_age uses the real now() and >=: the 2-hour-old record is stale.
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('hostile-a', 'run-h', max_age => '1 hour');
-  action  
-----------
- recreate
-(1 row)
-
 ROLLBACK;
 -- resume stamps the real now().
 BEGIN;
 SELECT action, updated_at = pg_catalog.now() AS real_now
   FROM sandbox_store.sandbox_ensure('hostile-b', 'run-h');
- action | real_now 
---------+----------
- resume | t
-(1 row)
-
 COMMIT;
 SELECT count(*) AS evil_rows FROM evil.instances;
- evil_rows 
------------
-         0
-(1 row)
-
 -- Lease mode under the hostile path: real fence, token and clock.
 SELECT action AS h_action, fence AS h_fence, owner_token AS h_token,
        lease_expires_at AS h_expires
   FROM sandbox_store.sandbox_ensure('hostile-c', 'run-h', lease => '1 minute') \gset
 SELECT sandbox_store.sandbox_renew('hostile-c', :'h_token', '2 minutes') AS h_renewed \gset
 SELECT key FROM sandbox_store.sandbox_upsert('hostile-c', 'p', 'sbx-c', 'thread-h', fence => :h_fence);
-    key    
------------
- hostile-c
-(1 row)
-
 -- the reaper's "idle longer than" uses the real < and -: nothing is 100 years old.
 SELECT key FROM sandbox_store.sandbox_reap('100 years');
- key 
------
-(0 rows)
-
 SELECT sandbox_store.sandbox_release('hostile-c', :'h_token');
- sandbox_release 
------------------
- t
-(1 row)
-
 RESET search_path;
 RESET ROLE;
 SELECT :'h_action' AS action,
@@ -576,25 +187,9 @@ SELECT :'h_action' AS action,
        :'h_token'::uuid <> '00000000-0000-0000-0000-000000000000' AS real_token,
        :'h_expires'::timestamptz > clock_timestamp() + interval '50 seconds' AS real_expiry,
        :'h_renewed'::timestamptz > clock_timestamp() + interval '110 seconds' AS real_renewal;
- action | real_fence | real_token | real_expiry | real_renewal 
---------+------------+------------+-------------+--------------
- create | t          | t          | t           | t
-(1 row)
-
 SELECT key, fence = :h_fence AS same_fence, owner_token, lease_expires_at
   FROM sandbox_store.leases WHERE key = 'hostile-c';
-    key    | same_fence | owner_token | lease_expires_at 
------------+------------+-------------+------------------
- hostile-c | t          | <null>      | <null>
-(1 row)
-
 SELECT key, latest_run_id FROM sandbox_store.instances WHERE key LIKE 'hostile-%' ORDER BY key;
-    key    | latest_run_id 
------------+---------------
- hostile-a | <null>
- hostile-b | run-h
- hostile-c | <null>
-(3 rows)
 
 -- Installing under a hostile search_path works the same: every name in the
 -- script is qualified.
@@ -606,46 +201,11 @@ SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE (conrelid IN ('sandbox_store.instances'::regclass, 'sandbox_store.leases'::regclass)
         OR contypid = 'sandbox_store.bounded_text'::regtype)
    AND contype = 'c' ORDER BY conname;
-        conname        |                                     pg_get_constraintdef                                     
------------------------+----------------------------------------------------------------------------------------------
- bounded_text_length   | CHECK (((pg_catalog.octet_length(VALUE) >= 1) AND (pg_catalog.octet_length(VALUE) <= 1024)))
- leases_claim_complete | CHECK (((owner_token IS NULL) = (lease_expires_at IS NULL)))
- leases_key_length     | CHECK (((pg_catalog.octet_length(key) >= 1) AND (pg_catalog.octet_length(key) <= 1024)))
-(3 rows)
-
 SELECT pg_get_function_arguments('sandbox_store.sandbox_upsert'::regproc);
-                                                                                                               pg_get_function_arguments                                                                                                               
--------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------------
- key text, provider text, provider_sandbox_id text, thread_id text, latest_snapshot_id text DEFAULT NULL::text, latest_run_id text DEFAULT NULL::text, updated_at timestamp with time zone DEFAULT pg_catalog.now(), fence bigint DEFAULT NULL::bigint
-(1 row)
-
 RESET search_path;
 SELECT count(*) AS evil_rows FROM evil.instances;
- evil_rows 
------------
-         0
-(1 row)
 
 DROP SCHEMA evil CASCADE;
-NOTICE:  drop cascades to 18 other objects
-DETAIL:  drop cascades to table evil.instances
-drop cascades to function evil.now()
-drop cascades to function evil.octet_length(text)
-drop cascades to function evil.hashtext(text)
-drop cascades to function evil.texteq_always(text,text)
-drop cascades to operator evil.=(text,text)
-drop cascades to function evil.tsge_always(timestamp with time zone,timestamp with time zone)
-drop cascades to operator evil.>=(timestamp with time zone,timestamp with time zone)
-drop cascades to function evil.clock_timestamp()
-drop cascades to function evil.gen_random_uuid()
-drop cascades to function evil.nextval(regclass)
-drop cascades to function evil.tscmp_always(timestamp with time zone,timestamp with time zone)
-drop cascades to operator evil.>(timestamp with time zone,timestamp with time zone)
-drop cascades to operator evil.<(timestamp with time zone,timestamp with time zone)
-drop cascades to operator evil.<=(timestamp with time zone,timestamp with time zone)
-drop cascades to function evil.tspl(timestamp with time zone,interval)
-drop cascades to operator evil.+(timestamp with time zone,interval)
-drop cascades to operator evil.-(timestamp with time zone,interval)
 REVOKE ALL ON SCHEMA sandbox_store FROM regress_sb_app, regress_sb_usage_only;
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA sandbox_store FROM regress_sb_app;
 DROP ROLE regress_sb_app, regress_sb_nobody, regress_sb_usage_only;

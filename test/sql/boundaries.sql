@@ -4,7 +4,7 @@
 -- Each block runs in one transaction, where now() does not move, so the
 -- edges are exact to the microsecond.
 --
-CREATE EXTENSION IF NOT EXISTS sandbox_store;
+\i test/sql/include/fresh.sql
 
 -- max_age: a record exactly max_age old is fresh (resume); one microsecond
 -- older is stale (recreate).

@@ -1,0 +1,77 @@
+# test/perl/SandboxStoreTest.pm: helpers the Perl TAP tests (test/t/*.pl)
+# share, written once.  A test loads it with
+#
+#   use FindBin;
+#   use lib "$FindBin::RealBin/../perl";
+#   use SandboxStoreTest;
+#
+# and gets:
+#   lit($s)                   $s as an SQL string literal
+#   $EXT_LOCKS                SQL: how many locks of the extension every backend holds
+#   sqlstate_of($node, $sql)  'ok', or the SQLSTATE of the error $sql raised
+#   kill9_and_start($node)    SIGKILL the postmaster, wait until it and every
+#                             child are gone, start again (a real crash)
+package SandboxStoreTest;
+
+use strict;
+use warnings FATAL => 'all';
+
+use Exporter 'import';
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+our @EXPORT = qw(lit $EXT_LOCKS sqlstate_of kill9_and_start);
+
+# The extension's advisory locks use their own lock-tag class (objsubid).
+our $EXT_LOCKS = q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314};
+
+sub lit
+{
+	my ($s) = @_;
+	$s =~ s/'/''/g;
+	return "'$s'";
+}
+
+sub sqlstate_of
+{
+	my ($node, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	return 'ok' if $ret == 0;
+	return $err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : "no SQLSTATE in: $err";
+}
+
+sub kill9_and_start
+{
+	my ($node) = @_;
+	my $pm_pid = (split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0];
+	my @pids = ($pm_pid, split /\n/, $node->safe_psql('postgres', 'SELECT pid FROM pg_catalog.pg_stat_activity'));
+	note "kill -9 postmaster $pm_pid; children: @pids[1..$#pids]";
+	$node->kill9;
+	my $gone = sub {
+		my ($pid) = @_;
+		return 1 unless kill 0, $pid;
+		# a zombie nobody reaped yet is gone too
+		my $stat = eval { slurp_file("/proc/$pid/stat") } // '';
+		return $stat =~ /^\d+ \(.*\) Z/;
+	};
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (grep { !$gone->($_) } @pids)
+	{
+		die "processes of the killed server still alive: " . join(' ', grep { !$gone->($_) } @pids)
+		  if time() > $deadline;
+		usleep(100_000);
+	}
+	# As PostgreSQL's src/test/recovery/t/017_shm.pl does: retry while the
+	# old shared memory or lock file is still seen as in use.
+	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)
+	{
+		return if $node->start(fail_ok => 1);
+		usleep(100_000);
+		$node->stop('fast', fail_ok => 1);
+	}
+	$node->start;
+	return;
+}
+
+1;

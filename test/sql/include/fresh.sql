@@ -1,0 +1,33 @@
+\set ECHO none
+-- test/sql/include/fresh.sql: what every regression test starts from, run
+-- by its first line (\i test/sql/include/fresh.sql; pg_regress runs psql in
+-- the top directory).  Not echoed, so a test's output shows only its own
+-- statements.
+--
+--   * a fresh extension at the default version (tests that need another
+--     state make it themselves), so no test depends on the ones before it;
+--   * pg_temp.err(q): run q, return 'ok' or 'SQLSTATE: message';
+--   * pg_temp.my_sb_locks: this backend's locks of the extension (mode,
+--     granted, lock id), and pg_temp.sb_lock_count(): every backend's.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS sandbox_store CASCADE;
+CREATE EXTENSION sandbox_store;
+RESET client_min_messages;
+
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+CREATE TEMP VIEW my_sb_locks AS
+  SELECT mode, granted, ((classid::int8 << 32) | objid::int8) AS lock_id
+    FROM pg_locks
+   WHERE locktype = 'advisory' AND objsubid = 21314 AND pid = pg_backend_pid();
+
+CREATE FUNCTION pg_temp.sb_lock_count() RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = 21314
+$$;
+\set ECHO all
