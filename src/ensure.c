@@ -30,6 +30,7 @@
 #include "utils/builtins.h"
 
 PG_FUNCTION_INFO_V1(sandbox_ensure);
+PG_FUNCTION_INFO_V1(sandbox_ensure_1_1);
 
 /* Result columns: action, the record in Anum_instances_* order, then (1.1) the claim. */
 #define ENSURE_NATTS_1_0 (1 + Natts_instances)
@@ -168,15 +169,20 @@ ensure_decide(TupleDesc desc, const EnsureArgs *a)
 /*
  * sandbox_ensure(key, run_id, max_age DEFAULT NULL, provider DEFAULT NULL,
  *				  wait DEFAULT NULL [, lease DEFAULT NULL])
- *	  RETURNS TABLE(action text, <the instances columns>
+ *	  RETURNS SETOF ensure_result (action text, <the instances columns>
  *					[, fence, owner_token, lease_expires_at])
  *
  * Returns exactly one row.  The set-returning protocol is value-per-call:
- * all work happens in the first call.  The bracketed parts are version 1.1;
- * the same C function serves a database still at 1.0.
+ * all work happens in the first call.  The bracketed parts are version 1.1.
+ *
+ * Entry points: sandbox_ensure_1_1 is the 1.1 signature (lease, eleven
+ * columns), bound by the 1.3 scripts.  sandbox_ensure is the symbol of the
+ * 1.0-1.2 scripts, for databases not yet updated: 1.0 declares it without
+ * lease and with eight columns, 1.1 and 1.2 with both, so it tells them
+ * apart by its arguments and result columns.
  */
-Datum
-sandbox_ensure(PG_FUNCTION_ARGS)
+static Datum
+ensure_srf(FunctionCallInfo fcinfo, bool api_1_1)
 {
 	FuncCallContext *funcctx;
 
@@ -194,9 +200,12 @@ sandbox_ensure(PG_FUNCTION_ARGS)
 		a.max_age = sb_optional_interval(fcinfo, 2, "max_age");
 		a.provider = sb_optional_text(fcinfo, 3, "provider");
 		a.wait = sb_wait_from(sb_optional_interval(fcinfo, 4, "wait"));
+		if (api_1_1 && PG_NARGS() != 6)
+			elog(ERROR, "sandbox_ensure_1_1 called with %d arguments, not 6", PG_NARGS());
 		a.lease = PG_NARGS() > 5 ? sb_positive_interval(fcinfo, 5, "lease", false) : NULL;
 
-		desc = sb_result_desc(fcinfo, "sandbox_ensure", ENSURE_NATTS_1_0, ENSURE_NATTS_1_1);
+		desc = sb_result_desc(fcinfo, "sandbox_ensure",
+							  api_1_1 ? ENSURE_NATTS_1_1 : ENSURE_NATTS_1_0, ENSURE_NATTS_1_1);
 		if (desc->natts != ENSURE_NATTS_1_0 && desc->natts != ENSURE_NATTS_1_1)
 			elog(ERROR, "sandbox_ensure must return %d or %d columns", ENSURE_NATTS_1_0,
 				 ENSURE_NATTS_1_1);
@@ -216,4 +225,16 @@ sandbox_ensure(PG_FUNCTION_ARGS)
 	if (funcctx->call_cntr == 0)
 		SRF_RETURN_NEXT(funcctx, HeapTupleGetDatum((HeapTuple) funcctx->user_fctx));
 	SRF_RETURN_DONE(funcctx);
+}
+
+Datum
+sandbox_ensure_1_1(PG_FUNCTION_ARGS)
+{
+	return ensure_srf(fcinfo, true);
+}
+
+Datum
+sandbox_ensure(PG_FUNCTION_ARGS)
+{
+	return ensure_srf(fcinfo, false);
 }

@@ -30,8 +30,10 @@
 #include "utils/syscache.h"
 
 PG_FUNCTION_INFO_V1(sandbox_upsert);
+PG_FUNCTION_INFO_V1(sandbox_upsert_1_1);
 PG_FUNCTION_INFO_V1(sandbox_get);
 PG_FUNCTION_INFO_V1(sandbox_delete);
+PG_FUNCTION_INFO_V1(sandbox_delete_1_1);
 PG_FUNCTION_INFO_V1(sandbox_list);
 
 /* The record columns, in Anum_instances_* order. */
@@ -243,8 +245,8 @@ return_rows(FunctionCallInfo fcinfo)
  * lock and is refused (SB001) if the key was claimed with a newer fence.  An
  * unfenced write takes no lock, except under REPEATABLE READ or SERIALIZABLE.
  */
-Datum
-sandbox_upsert(PG_FUNCTION_ARGS)
+static Datum
+upsert(FunctionCallInfo fcinfo)
 {
 	Datum args[Natts_instances];
 	char nulls[Natts_instances];
@@ -385,8 +387,8 @@ sandbox_list(PG_FUNCTION_ARGS)
  * is refused (SB001) if the key was claimed with a newer fence.  Deleting a
  * missing key returns false.
  */
-Datum
-sandbox_delete(PG_FUNCTION_ARGS)
+static Datum
+delete_record(FunctionCallInfo fcinfo)
 {
 	text *key = sb_required_text(fcinfo, 0, "key");
 	Datum arg = PointerGetDatum(key);
@@ -409,4 +411,45 @@ sandbox_delete(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	PG_RETURN_BOOL(deleted);
+}
+
+/*
+ * Entry points.  Each SQL signature has its own symbol since 1.3 (as
+ * pg_stat_statements does), so the C side never guesses the SQL version:
+ *
+ *	  sandbox_upsert_1_1, sandbox_delete_1_1  the signatures with fence (1.1
+ *											  on), bound by the 1.3 scripts;
+ *	  sandbox_upsert, sandbox_delete		  the symbols of the 1.0-1.2
+ *											  scripts, for databases not yet
+ *											  updated: 1.0 declares them
+ *											  without fence, 1.1 and 1.2
+ *											  with, and a fence the call
+ *											  does not have reads as NULL.
+ */
+Datum
+sandbox_upsert_1_1(PG_FUNCTION_ARGS)
+{
+	if (PG_NARGS() != 8)
+		elog(ERROR, "sandbox_upsert_1_1 called with %d arguments, not 8", PG_NARGS());
+	return upsert(fcinfo);
+}
+
+Datum
+sandbox_upsert(PG_FUNCTION_ARGS)
+{
+	return upsert(fcinfo);
+}
+
+Datum
+sandbox_delete_1_1(PG_FUNCTION_ARGS)
+{
+	if (PG_NARGS() != 2)
+		elog(ERROR, "sandbox_delete_1_1 called with %d arguments, not 2", PG_NARGS());
+	return delete_record(fcinfo);
+}
+
+Datum
+sandbox_delete(PG_FUNCTION_ARGS)
+{
+	return delete_record(fcinfo);
 }

@@ -61,7 +61,7 @@ SELECT ok(
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
 SELECT is((SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
-    '1.2', 'the installed version is 1.2');
+    '1.3', 'the installed version is 1.3');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');

@@ -1,9 +1,9 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> 1.2) by ALTER EXTENSION ... UPDATE
+-- to the default version (1.0 -> 1.1 -> 1.2 -> 1.3) by ALTER EXTENSION ... UPDATE
 -- (with the new library installed all along), compared with a fresh CREATE
--- EXTENSION.  Then a 1.1 database with a live claim, taken to 1.2.  Runs
--- last: leaves sandbox_store installed, fresh.
+-- EXTENSION (1.3's single install script).  Then a 1.1 database with a live
+-- claim, taken to 1.2, and statements prepared at 1.2 that work on at 1.3.
 --
 \i test/sql/include/fresh.sql
 \pset null '<null>'
@@ -383,6 +383,41 @@ SELECT pg_temp.err($$INSERT INTO sandbox_store.instances VALUES ('', 'p', 's', N
          AS superuser_empty_key;
 SELECT pg_temp.err($$UPDATE sandbox_store.instances SET latest_run_id = repeat('r', 1025)$$)
          AS superuser_long_run_id;
+
+--
+-- 1.2 -> 1.3 (one C symbol per SQL signature) changes no result type, so
+-- statements prepared before the update work on after it, in the session
+-- that updates and in any other (their plans are made again).  The
+-- functions keep their OIDs and grants.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.2';
+SELECT key FROM sandbox_store.sandbox_upsert('v12/1', 'p', 'sbx-1', 'thread-v12');
+CREATE TEMP TABLE v12_functions AS
+  SELECT oid, oid::regprocedure::text AS name, proacl FROM pg_proc
+   WHERE pronamespace = 'sandbox_store'::regnamespace;
+PREPARE v12_get AS SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_get('v12/1');
+PREPARE v12_list AS SELECT key, thread_id FROM sandbox_store.sandbox_list('thread-v12') ORDER BY key;
+PREPARE v12_upsert AS SELECT key, provider_sandbox_id
+  FROM sandbox_store.sandbox_upsert('v12/2', 'p', 'sbx-2', 'thread-v12', fence => NULL);
+PREPARE v12_ensure AS SELECT action, key, fence IS NOT NULL AS claimed
+  FROM sandbox_store.sandbox_ensure('v12/1', 'run-2', lease => '1 minute');
+PREPARE v12_delete AS SELECT sandbox_store.sandbox_delete('v12/2', NULL);
+EXECUTE v12_get;
+ALTER EXTENSION sandbox_store UPDATE TO '1.3';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+EXECUTE v12_get;
+EXECUTE v12_upsert;
+EXECUTE v12_list;
+EXECUTE v12_ensure;
+EXECUTE v12_delete;
+SELECT count(*) AS records FROM sandbox_store.instances;
+-- The same functions (OIDs), the same grants, now bound to the symbols of
+-- their signatures.
+SELECT count(*) AS same_functions FROM v12_functions f JOIN pg_proc p
+    ON p.oid = f.oid AND p.oid::regprocedure::text = f.name AND p.proacl IS NOT DISTINCT FROM f.proacl;
+SELECT proname, prosrc FROM pg_proc
+ WHERE pronamespace = 'sandbox_store'::regnamespace AND prosrc LIKE '%\_1\_1' ORDER BY 1;
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
