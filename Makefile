@@ -10,7 +10,7 @@
 
 EXTENSION = sandbox_store
 MODULE_big = sandbox_store
-OBJS = src/sandbox_store.o src/validate.o src/spi.o src/locks.o src/claims.o src/store.o \
+OBJS = src/sandbox_store.o src/validate.o src/catalog.o src/spi.o src/locks.o src/claims.o src/take.o src/store.o \
 	src/ensure.o src/reap.o src/result.o src/direct.o
 DATA = $(wildcard sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"

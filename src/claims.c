@@ -2,8 +2,9 @@
  *
  * claims.c
  *	  Lease mode (version 1.1): claims on keys kept as rows of
- *	  sandbox_store.leases, fences, and the SQL functions sandbox_renew and
- *	  sandbox_release.
+ *	  sandbox_store.leases, and fences.  The only file that reads or writes
+ *	  that table and the fence sequence; the SQL functions of lease mode,
+ *	  which wait for keys, are take.c's.
  *
  * A claim gives the exclusion of the key's lock without an open
  * transaction: it is a committed row (key, fence, owner_token,
@@ -47,10 +48,6 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
-
-PG_FUNCTION_INFO_V1(sandbox_claim);
-PG_FUNCTION_INFO_V1(sandbox_renew);
-PG_FUNCTION_INFO_V1(sandbox_release);
 
 #define FENCE_NEXTVAL "pg_catalog.nextval('sandbox_store.fence_seq'::pg_catalog.regclass)"
 
@@ -248,45 +245,6 @@ sb_key_free(const text *key, SbClaim *claim)
 }
 
 /*
- * Take the key's lock and run attempt(key, arg, blocker) under it.  When the
- * attempt finds a live claim (returns false, the claim in *blocker), let go
- * of the lock, sleep on the latch until the claim may have ended, and try
- * again, as wait allows (55P03 once it is over).  Returns with the lock
- * held and the attempt done.  Every caller that waits for claims waits here.
- */
-void
-sb_hold_key(const text *key, const SbWait *wait, SbAttempt attempt, void *arg)
-{
-	int delay_ms = 1;
-
-	for (;;)
-	{
-		SbClaim blocker;
-
-		sb_lock_key(key, wait);
-		if (attempt(key, arg, &blocker))
-			return;
-		sb_unlock_key(key);
-		if (wait->bounded && GetCurrentTimestamp() >= wait->deadline)
-			sb_report_not_obtained(key, wait, &blocker);
-		sb_sleep_until(wait, &delay_ms, blocker.lease_expires_at);
-	}
-}
-
-static bool
-attempt_free(const text *key, void *arg, SbClaim *blocker)
-{
-	return !sb_claims_enabled() || sb_key_free(key, blocker);
-}
-
-/* Take the key's lock, once no live claim holds the key (see sb_hold_key). */
-void
-sb_acquire_key(const text *key, const SbWait *wait)
-{
-	sb_hold_key(key, wait, attempt_free, NULL);
-}
-
-/*
  * Make the WAL record that covers every fence handed out so far durable.
  * nextval WAL-logs the sequence ahead of the values it returns and stamps
  * the sequence page with that record's end, so flushing up to the page LSN
@@ -406,121 +364,48 @@ sb_check_fence(const text *key, int64 fence)
 		report_fence_foreign(key, fence, newest);
 }
 
-static void
-report_claim_lost(const text *key)
-{
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_SB_CLAIM_LOST),
-		 errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
-		 errdetail(
-			 "The owner token does not hold the key's claim: it was released, or its lease expired and the key was taken over."),
-		 errhint("Nothing was changed. Take a new claim with sandbox_ensure.")));
-}
-
-typedef struct ClaimAttempt
-{
-	const Interval *lease;
-	SbClaim *claim;
-} ClaimAttempt;
-
-static bool
-attempt_claim(const text *key, void *arg, SbClaim *blocker)
-{
-	ClaimAttempt *a = (ClaimAttempt *) arg;
-
-	return sb_claim_state(key, blocker) != CLAIM_LIVE && sb_take_claim(key, a->lease, a->claim);
-}
-
 /*
- * sandbox_claim(key, lease, wait DEFAULT NULL)
- *	  RETURNS TABLE(fence, owner_token, lease_expires_at)
- *
- * A claim on the key and nothing else: lease mode's lock for any critical
- * section (a LockStore.withLock), without sandbox_ensure's decision about a
- * record.  Waits like sandbox_ensure for the key's lock and for a live
- * claim.  Returns exactly one row.
+ * With the key's lock held: extend the claim of token to now + lease (the
+ * server's clock).  True with the new expiry in *expires, false if token
+ * does not hold the key's claim (released, or taken over).
  */
-Datum
-sandbox_claim(PG_FUNCTION_ARGS)
-{
-	text *key = sb_required_text(fcinfo, 0, "key");
-	Interval *lease = sb_positive_interval(fcinfo, 1, "lease", true);
-	SbWait wait = sb_wait_from(sb_optional_interval(fcinfo, 2, "wait"));
-	TupleDesc desc;
-	Datum values[3];
-	bool nulls[3] = {false, false, false};
-	SbClaim claim;
-	ClaimAttempt a = {lease, &claim};
-
-	desc = sb_result_desc(fcinfo, "sandbox_claim", 3, 3);
-
-	sb_hold_key(key, &wait, attempt_claim, &a);
-
-	values[0] = Int64GetDatum(claim.fence);
-	values[1] = UUIDPGetDatum(&claim.owner_token);
-	values[2] = TimestampTzGetDatum(claim.lease_expires_at);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-}
-
-/*
- * sandbox_renew(key, owner_token, lease) RETURNS timestamptz
- *
- * Extends the claim of owner_token to now + lease (by the server's clock)
- * and returns the new expiry.  A claim that expired but was not taken over
- * can still be renewed; one that was taken over raises SB001.
- */
-Datum
-sandbox_renew(PG_FUNCTION_ARGS)
+bool
+sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease, TimestampTz *expires)
 {
 	Datum args[3];
-	TimestampTz expires = 0;
 	bool renewed;
-	text *key = sb_required_text(fcinfo, 0, "key");
-
-	SbWait wait = sb_wait_from(NULL);
 
 	args[0] = PointerGetDatum(key);
-	args[1] = PointerGetDatum(sb_required_uuid(fcinfo, 1, "owner_token"));
-	args[2] = PointerGetDatum(sb_positive_interval(fcinfo, 2, "lease", true));
-
-	sb_lock_key(key, &wait);
+	args[1] = UUIDPGetDatum(token);
+	args[2] = IntervalPGetDatum(lease);
 	SPI_connect();
 	renewed = sb_spi_execute(&claim_renew, args, NULL, false, InvalidSnapshot) > 0;
 	if (renewed)
 	{
 		bool isnull;
 
-		expires = DatumGetTimestampTz(
+		*expires = DatumGetTimestampTz(
 			heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, &isnull));
 	}
 	SPI_finish();
-	if (!renewed)
-		report_claim_lost(key);
-	PG_RETURN_TIMESTAMPTZ(expires);
+	return renewed;
 }
 
 /*
- * sandbox_release(key, owner_token) RETURNS boolean
- *
- * Ends the claim of owner_token: true if it held the key's claim (live or
- * expired but not taken over), false otherwise.  A stale token never ends
- * its successor's claim.
+ * With the key's lock held: end the claim of token.  True if it held the
+ * key's claim (live, or expired but not taken over); a stale token never
+ * ends its successor's claim.
  */
-Datum
-sandbox_release(PG_FUNCTION_ARGS)
+bool
+sb_release_claim(const text *key, const pg_uuid_t *token)
 {
 	Datum args[2];
 	bool released;
-	text *key = sb_required_text(fcinfo, 0, "key");
-	SbWait wait = sb_wait_from(NULL);
 
 	args[0] = PointerGetDatum(key);
-	args[1] = PointerGetDatum(sb_required_uuid(fcinfo, 1, "owner_token"));
-
-	sb_lock_key(key, &wait);
+	args[1] = UUIDPGetDatum(token);
 	SPI_connect();
 	released = sb_spi_execute(&claim_release, args, NULL, false, InvalidSnapshot) > 0;
 	SPI_finish();
-	PG_RETURN_BOOL(released);
+	return released;
 }

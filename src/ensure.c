@@ -72,86 +72,74 @@ ensure_row(TupleDesc desc, const char *action, const SbRecord *rec, const SbClai
 }
 
 /*
- * One attempt, with the key's advisory lock held.  Returns the action, or
- * NULL when a live claim holds the key (filled into *blocker).
+ * With the key's lock held and no live claim on it: resume (a fresh record,
+ * stamped), recreate (the old record, for the caller to replace) or create.
  */
 static const char *
-ensure_attempt(const EnsureArgs *a, SbRecord *rec, SbClaim *claim, bool *claimed, SbClaim *blocker)
+decide_record(const EnsureArgs *a, SbRecord *rec)
 {
-	/* Whether a claim (live or expired) may hold the key. */
-	bool claimed_key = sb_claims_enabled();
-
-	/*
-	 * Lock mode, hot path: no claim token on the key (one index probe), and
-	 * one statement stamps the record if it is fresh.
-	 */
-	if (a->lease == NULL)
-	{
-		claimed_key = claimed_key && sb_claim_token_set(a->key);
-		if (!claimed_key && sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, rec))
-			return "resume";
-	}
-
-	if (claimed_key)
-	{
-		SbClaimState state = sb_claim_state(a->key, blocker);
-
-		if (state == CLAIM_LIVE)
-			return NULL;
-		if (a->lease != NULL)
-		{
-			if (!sb_take_claim(a->key, a->lease, claim))
-				return NULL; /* renewed meanwhile */
-			*claimed = true;
-		}
-		else if (state == CLAIM_EXPIRED)
-		{
-			if (!sb_retire_claim(a->key))
-				return NULL; /* renewed meanwhile */
-		}
-		/* else lock mode and no claim after all: stamp as usual */
-
-		if (sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, rec))
-			return "resume";
-	}
-	/* No fresh record: the old one, if any, for the caller to replace. */
+	if (sb_store_stamp(a->key, a->run_id, a->max_age, a->provider, rec))
+		return "resume";
 	if (sb_store_lookup(a->key, rec))
 		return "recreate";
 	return "create";
 }
 
-/* The outcome of ensure_attempt, kept across attempts. */
-typedef struct EnsureResult
+/*
+ * Lock mode, with the key's lock held: the action, or NULL when a live claim
+ * holds the key (in *blocker).  The hot path is one index probe (no claim
+ * token on the key) and one statement that stamps a fresh record.  An
+ * expired claim is retired: the key is taken over, with a new fence.
+ */
+static const char *
+decide_lock_mode(const EnsureArgs *a, SbRecord *rec, SbClaim *blocker)
 {
-	const EnsureArgs *args;
-	const char *action;
-	SbRecord rec;
-	SbClaim claim;
-	bool claimed;
-} EnsureResult;
+	if (sb_claims_enabled() && sb_claim_token_set(a->key))
+	{
+		SbClaimState state = sb_claim_state(a->key, blocker);
 
-static bool
-attempt(const text *key, void *arg, SbClaim *blocker)
+		if (state == CLAIM_LIVE)
+			return NULL;
+		if (state == CLAIM_EXPIRED && !sb_retire_claim(a->key))
+			return NULL; /* renewed meanwhile */
+	}
+	return decide_record(a, rec);
+}
+
+/*
+ * Lease mode, with the key's lock held: take the key's claim (into *claim)
+ * and decide, or NULL when a live claim holds the key (in *blocker).
+ */
+static const char *
+decide_lease_mode(const EnsureArgs *a, SbRecord *rec, SbClaim *claim, SbClaim *blocker)
 {
-	EnsureResult *r = (EnsureResult *) arg;
-
-	SPI_connect();
-	r->action = ensure_attempt(r->args, &r->rec, &r->claim, &r->claimed, blocker);
-	SPI_finish();
-	return r->action != NULL;
+	if (sb_claim_state(a->key, blocker) == CLAIM_LIVE)
+		return NULL;
+	if (!sb_take_claim(a->key, a->lease, claim))
+		return NULL; /* renewed meanwhile */
+	return decide_record(a, rec);
 }
 
 static HeapTuple
 ensure_decide(TupleDesc desc, const EnsureArgs *a)
 {
-	EnsureResult r = {.args = a, .claimed = false};
 	const char *action;
-	bool claimed;
+	bool claimed = a->lease != NULL;
+	SbRecord rec;
+	SbClaim claim;
+	SbClaim blocker;
 
-	/* Under the key's lock; a live claim makes it wait (sb_hold_key). */
-	sb_hold_key(a->key, &a->wait, attempt, &r);
-	action = r.action;
-	claimed = r.claimed;
+	/* Under the key's lock; a live claim makes it wait (take.c). */
+	for (int delay_ms = 1;; sb_back_off(a->key, &a->wait, &blocker, &delay_ms))
+	{
+		sb_lock_key(a->key, &a->wait);
+		SPI_connect();
+		action = claimed ? decide_lease_mode(a, &rec, &claim, &blocker)
+						 : decide_lock_mode(a, &rec, &blocker);
+		SPI_finish();
+		if (action != NULL)
+			break;
+	}
 
 	if (!claimed && strcmp(action, "resume") != 0 && !IsTransactionBlock())
 		ereport(
@@ -162,8 +150,8 @@ ensure_decide(TupleDesc desc, const EnsureArgs *a)
 			 errhint(
 				 "Call sandbox_ensure after BEGIN and upsert the new record before COMMIT, or pass a lease.")));
 
-	return ensure_row(desc, action, strcmp(action, "create") == 0 ? NULL : &r.rec,
-					  claimed ? &r.claim : NULL);
+	return ensure_row(desc, action, strcmp(action, "create") == 0 ? NULL : &rec,
+					  claimed ? &claim : NULL);
 }
 
 /*

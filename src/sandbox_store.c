@@ -2,18 +2,26 @@
  *
  * sandbox_store.c
  *	  Module entry of the sandbox_store extension: the magic block and
- *	  _PG_init.  Each responsibility lives in a file of its own:
+ *	  _PG_init.  Each responsibility lives in a file of its own, and calls
+ *	  go down this list only (no two files call each other):
  *
- *	  validate.c	argument checks and their SQLSTATEs
- *	  spi.c			how statements run: prepared once, as the tables' owner
- *	  direct.c		direct primary-key reads of the hottest lookups
- *	  locks.c		the per-key advisory lock (sandbox_lock, _try_lock, _lock_id,
- *					_lock_holder)
- *	  claims.c		lease mode: claims and fences (sandbox_renew, _release)
- *	  store.c		the managed table (sandbox_upsert, _get, _delete, _list)
- *	  ensure.c		resume-or-create under the key's lock (sandbox_ensure)
+ *	  SQL entry points and decisions
+ *	  ensure.c		resume-or-create under the key (sandbox_ensure; lock mode and
+ *					lease mode each decide in a function of their own)
  *	  reap.c		deleting idle records nobody holds (sandbox_reap)
+ *	  store.c		the record table (sandbox_upsert, _get, _delete, _list)
+ *	  taking a key
+ *	  take.c		waits, claims in the way, 55P03 (sandbox_lock, _try_lock,
+ *					_claim, _renew, _release)
+ *	  tables and locks
+ *	  claims.c		the leases table and fences
+ *	  locks.c		the per-key advisory lock (sandbox_lock_id, _lock_holder)
  *	  result.c		the row types functions return, looked up once per backend
+ *	  direct.c		direct primary-key reads of the hottest lookups
+ *	  spi.c			how statements run: prepared once, as the tables' owner
+ *	  catalog
+ *	  catalog.c		which relations, their owner, citus: one cache
+ *	  validate.c	argument checks and their SQLSTATEs (used by every level)
  *
  *-------------------------------------------------------------------------
  */
@@ -28,7 +36,7 @@ void _PG_init(void);
 void
 _PG_init(void)
 {
-	sb_spi_init();
+	sb_catalog_init();
 	sb_direct_init();
 	sb_result_init();
 }

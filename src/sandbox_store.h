@@ -99,27 +99,30 @@ extern pg_uuid_t *sb_required_uuid(FunctionCallInfo fcinfo, int argno, const cha
 extern bool sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence);
 
 /* spi.c */
-extern void sb_spi_init(void);
 extern SPIPlanPtr sb_spi_plan(SbStatement *stmt);
 extern uint64 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only,
 							 Snapshot snapshot);
 extern Portal sb_spi_cursor_open(SbStatement *stmt, Datum *args, const char *nulls);
 extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
 
-/* direct.c */
+/* catalog.c: the managed relations, their owner, citus; one cache */
 typedef struct SbRelations
 {
 	Oid instances;
 	Oid leases;        /* InvalidOid before version 1.1 */
 	Oid fence_seq;     /* InvalidOid before version 1.1 */
+	Oid owner;         /* of instances: the role statements run as */
 	bool citus;        /* the citus extension is installed */
 	bool row_security; /* enabled or forced on a managed table: refused */
 } SbRelations;
 
-extern void sb_direct_init(void);
+extern void sb_catalog_init(void);
 extern const SbRelations *sb_relations(void);
 extern void sb_report_missing_table(const char *name) pg_attribute_noreturn();
 extern void sb_report_row_security(void) pg_attribute_noreturn();
+
+/* direct.c: direct primary-key reads and their setting */
+extern void sb_direct_init(void);
 extern bool sb_direct_reads(void);
 typedef enum SbTable
 {
@@ -131,18 +134,13 @@ extern bool sb_lock_table_for_read(SbTable which);
 extern HeapTuple sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot,
 								 TupleDesc *desc);
 
-/* locks.c */
+/* locks.c: the per-key advisory lock itself */
 extern uint64 sb_lock_id(const text *key);
-extern SbWait sb_wait_from(const Interval *wait);
-extern void sb_check_lock_scope(const char *fname);
-extern void sb_lock_key(const text *key, const SbWait *wait);
+extern bool sb_advisory_lock(const text *key, bool dont_wait);
 extern bool sb_try_lock_key(const text *key);
 extern void sb_unlock_key(const text *key);
-extern void sb_sleep_until(const SbWait *wait, int *delay_ms, TimestampTz wake_by);
-extern void sb_report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
-	pg_attribute_noreturn();
 
-/* claims.c */
+/* claims.c: the leases table and fences */
 typedef enum SbClaimState
 {
 	CLAIM_NONE,    /* no claim holds the key */
@@ -155,11 +153,20 @@ extern bool sb_claim_token_set(const text *key);
 extern SbClaimState sb_claim_state(const text *key, SbClaim *claim);
 extern bool sb_retire_claim(const text *key);
 extern bool sb_key_free(const text *key, SbClaim *claim);
-typedef bool (*SbAttempt)(const text *key, void *arg, SbClaim *blocker);
-extern void sb_hold_key(const text *key, const SbWait *wait, SbAttempt attempt, void *arg);
-extern void sb_acquire_key(const text *key, const SbWait *wait);
 extern bool sb_take_claim(const text *key, const Interval *lease, SbClaim *claim);
+extern bool sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease,
+						   TimestampTz *expires);
+extern bool sb_release_claim(const text *key, const pg_uuid_t *token);
 extern void sb_check_fence(const text *key, int64 fence);
+
+/* take.c: taking a key (waits, claims in the way, 55P03) */
+extern SbWait sb_wait_from(const Interval *wait);
+extern void sb_check_lock_scope(const char *fname);
+extern void sb_lock_key(const text *key, const SbWait *wait);
+extern void sb_back_off(const text *key, const SbWait *wait, const SbClaim *blocker, int *delay_ms);
+extern void sb_acquire_key(const text *key, const SbWait *wait);
+extern void sb_report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
+	pg_attribute_noreturn();
 
 /* result.c */
 extern void sb_result_init(void);

@@ -23,66 +23,21 @@
 #include "utils/inval.h"
 #include "utils/syscache.h"
 
-/* The table's owner, cached until a relcache invalidation of the table. */
-static Oid table_relid = InvalidOid;
-static Oid table_owner = InvalidOid;
-
-static void
-table_invalidated(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == table_relid)
-	{
-		table_relid = InvalidOid;
-		table_owner = InvalidOid;
-	}
-}
-
-void
-sb_spi_init(void)
-{
-	CacheRegisterRelcacheCallback(table_invalidated, (Datum) 0);
-}
-
-/* The owner of relid. */
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Form_pg_class form;
-	Oid owner;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	form = (Form_pg_class) GETSTRUCT(tuple);
-	owner = form->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
 /*
- * The owner to run statements as.  Every catalog access below may take in
- * invalidations that reset the cached values (table_invalidated, and the
- * relations cache of direct.c), so the answer is kept in a local and the
- * static is only a cache: returning it after a later lookup could return
- * InvalidOid, and a statement run as no role fails its permission checks.
+ * The owner to run statements as (catalog.c keeps it with the relations).
+ * Kept in a local: later catalog accesses may take in invalidations, and a
+ * statement run as no role fails its permission checks.
  */
 static Oid
 get_table_owner(void)
 {
 	const SbRelations *rels = sb_relations();
-	Oid relid = rels->instances;
-	Oid owner = table_owner;
+	Oid owner = rels->owner;
 
 	if (rels->row_security)
 		sb_report_row_security();
-	if (!OidIsValid(owner) || table_relid != relid)
-	{
-		if (!OidIsValid(relid))
-			sb_report_missing_table("instances");
-		owner = relation_owner(relid);
-		table_owner = owner;
-		table_relid = relid;
-	}
+	if (!OidIsValid(rels->instances))
+		sb_report_missing_table("instances");
 	if (!OidIsValid(owner))
 		elog(ERROR, "sandbox_store: no owner found for sandbox_store.instances");
 	return owner;

@@ -1,0 +1,213 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  What every path needs to know about the managed tables, cached per
+ *	  backend and looked up again after any relation or schema changed:
+ *	  which relations they are (found through the extension, so a renamed
+ *	  schema or a look-alike table cannot redirect them), who owns them (the
+ *	  role statements run as), whether row-level security is on (refused),
+ *	  and whether citus is installed.  Also the errors for a missing table,
+ *	  a moved schema and row-level security.
+ *
+ * One cache, one invalidation callback (for pg_class and pg_namespace
+ * changes: CREATE EXTENSION citus and ALTER EXTENSION sandbox_store UPDATE
+ * make both, and so do ALTER TABLE ... OWNER and ... ROW LEVEL SECURITY).
+ * The bottom of the house: it calls no other file of the extension.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sandbox_store.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+/*
+ * The extension's relations, whether row-level security is on for a managed
+ * table, and whether citus is installed: looked up again after any relation
+ * or schema is created, dropped or renamed (which CREATE EXTENSION citus and
+ * ALTER EXTENSION sandbox_store UPDATE both do).
+ */
+static bool relations_known = false;
+static uint64 relations_invalidations = 0;
+static SbRelations relations;
+
+static void
+relations_changed(Datum arg, int cacheid, uint32 hashvalue)
+{
+	relations_known = false;
+	relations_invalidations++;
+}
+
+void
+sb_catalog_init(void)
+{
+	CacheRegisterSyscacheCallback(RELNAMENSP, relations_changed, (Datum) 0);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, relations_changed, (Datum) 0);
+}
+
+/* The owner of relid (InvalidOid for none). */
+static Oid
+relation_owner(Oid relid)
+{
+	HeapTuple tuple;
+	Oid owner;
+
+	if (!OidIsValid(relid))
+		return InvalidOid;
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/* Whether row-level security is enabled (or forced) on relid. */
+static bool
+row_security_on(Oid relid)
+{
+	HeapTuple tuple;
+	bool on;
+
+	if (!OidIsValid(relid))
+		return false;
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		return false;
+	on = ((Form_pg_class) GETSTRUCT(tuple))->relrowsecurity ||
+		 ((Form_pg_class) GETSTRUCT(tuple))->relforcerowsecurity;
+	ReleaseSysCache(tuple);
+	return on;
+}
+
+/* The schema extension ext was created in (pg_extension.extnamespace). */
+static Oid
+extension_schema(Oid ext)
+{
+	Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+	Oid nsp = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
+}
+
+/*
+ * The relation relname of schema nsp if the extension ext created it, else
+ * InvalidOid.  Names alone could be redirected (a look-alike table in the
+ * schema); membership of the extension cannot: only the extension's own
+ * scripts add members, and a member cannot be dropped on its own.
+ */
+static Oid
+member_relation(const char *relname, Oid nsp, Oid ext)
+{
+	Oid relid = get_relname_relid(relname, nsp);
+
+	if (OidIsValid(relid) && getExtensionOfObject(RelationRelationId, relid) != ext)
+		return InvalidOid;
+	return relid;
+}
+
+/*
+ * The schema named sandbox_store is not the extension's: someone renamed the
+ * extension's schema and made another one of that name.  The statements name
+ * sandbox_store.*, so nothing may run until that is undone.
+ */
+static void
+report_schema_moved(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("schema \"sandbox_store\" is not the schema of extension sandbox_store"),
+			 errdetail("The extension's schema was renamed, or another schema took its name; "
+					   "calls are refused so that no record is read from or written to "
+					   "tables the extension did not create."),
+			 errhint("Rename the extension's schema back to sandbox_store.")));
+}
+
+/*
+ * The extension's relations, found through the extension itself: its schema
+ * from pg_extension, and only relations that are members of it.
+ */
+const SbRelations *
+sb_relations(void)
+{
+	/*
+	 * The lookups take in invalidations themselves (each catalog they open
+	 * for the first time in a transaction); one that arrives meanwhile may
+	 * concern what was already looked up, so look again until none does.
+	 */
+	while (!relations_known)
+	{
+		uint64 invalidations = relations_invalidations;
+		Oid ext = get_extension_oid("sandbox_store", true);
+		Oid nsp = OidIsValid(ext) ? extension_schema(ext) : InvalidOid;
+		SbRelations found;
+
+		if (!OidIsValid(nsp))
+			sb_report_missing_table("instances");
+		if (get_namespace_oid("sandbox_store", true) != nsp)
+			report_schema_moved();
+		found.instances = member_relation("instances", nsp, ext);
+		found.leases = member_relation("leases", nsp, ext);
+		found.fence_seq = member_relation("fence_seq", nsp, ext);
+		found.citus = OidIsValid(get_extension_oid("citus", true));
+		found.row_security = row_security_on(found.instances) || row_security_on(found.leases);
+		found.owner = relation_owner(found.instances);
+		if (invalidations == relations_invalidations)
+		{
+			relations = found;
+			relations_known = true;
+		}
+	}
+	return &relations;
+}
+
+/* A table (or index) of the extension is gone: the installation is broken. */
+void
+sb_report_missing_table(const char *name)
+{
+	ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+					errmsg("relation \"sandbox_store.%s\" does not exist", name),
+					errhint("Reinstall the extension with DROP EXTENSION and CREATE EXTENSION.")));
+}
+
+/*
+ * Row-level security on a managed table is refused, not half-applied: the
+ * functions read and write the tables as their owner for every caller, so a
+ * policy could only ever filter the owner, and the direct reads (which run
+ * no query) would not see it at all.  Access is controlled by EXECUTE on the
+ * functions instead.
+ */
+void
+sb_report_row_security(void)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+		 errmsg("row-level security on the tables of sandbox_store is not supported"),
+		 errdetail(
+			 "The extension's functions read and write sandbox_store.instances and sandbox_store.leases as their owner for every caller, so a policy cannot tell callers apart."),
+		 errhint(
+			 "Run ALTER TABLE ... DISABLE ROW LEVEL SECURITY (and NO FORCE ROW LEVEL SECURITY) on them, and grant EXECUTE on the functions only to the roles that may use them.")));
+}

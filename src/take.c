@@ -1,0 +1,386 @@
+/*-------------------------------------------------------------------------
+ *
+ * take.c
+ *	  Taking a key: how long a caller may wait, the key's lock taken within
+ *	  that, the wait for a live claim (let go of the lock, sleep with
+ *	  backoff, look again), "could not lock" (55P03), and the SQL functions
+ *	  that do nothing but take a key: sandbox_lock, sandbox_try_lock,
+ *	  sandbox_claim, sandbox_renew and sandbox_release.
+ *
+ * Below it: locks.c (the advisory lock itself) and claims.c (the leases
+ * table).  Above it: the callers that take a key and then decide
+ * (ensure.c, store.c).  A caller that must look at the key under its lock
+ * and wait when a claim holds it runs the loop itself:
+ *
+ *	  for (int delay_ms = 1;; sb_back_off(key, wait, &blocker, &delay_ms))
+ *	  {
+ *		  sb_lock_key(key, wait);
+ *		  if (<the key is free for this caller: leaves *blocker otherwise>)
+ *			  break;
+ *	  }
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sandbox_store.h"
+
+#include <limits.h>
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/pquery.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/wait_event.h"
+
+PG_FUNCTION_INFO_V1(sandbox_lock);
+PG_FUNCTION_INFO_V1(sandbox_try_lock);
+PG_FUNCTION_INFO_V1(sandbox_claim);
+PG_FUNCTION_INFO_V1(sandbox_renew);
+PG_FUNCTION_INFO_V1(sandbox_release);
+
+/* Longest sleep between two looks at a claim someone else holds. */
+#define SB_MAX_POLL_MS 50
+
+/* A wait longer than this (about 100 years) waits as long as the session allows. */
+#define SB_MAX_WAIT_DAYS 36500
+
+/*
+ * How long a caller may wait: wait NULL is bounded only by the session
+ * (lock_timeout, statement_timeout, cancel); otherwise until now + wait, or
+ * now + lock_timeout if that is sooner.  A wait longer than SB_MAX_WAIT_DAYS
+ * (months count 30 days) is as good as forever.
+ */
+SbWait
+sb_wait_from(const Interval *wait)
+{
+	SbWait w;
+	TimestampTz current = GetCurrentTimestamp();
+	bool forever = true;
+
+	w.wait = wait;
+	w.deadline = current;
+	w.by_lock_timeout = false;
+	if (wait != NULL)
+	{
+		double usecs = (double) wait->time + (double) wait->day * USECS_PER_DAY +
+					   (double) wait->month * DAYS_PER_MONTH * USECS_PER_DAY;
+
+		if (usecs <= (double) SB_MAX_WAIT_DAYS * USECS_PER_DAY)
+		{
+			w.deadline = current + (int64) usecs;
+			forever = false;
+		}
+	}
+	if (LockTimeout > 0)
+	{
+		TimestampTz by_lock_timeout = TimestampTzPlusMilliseconds(current, LockTimeout);
+
+		if (forever || by_lock_timeout < w.deadline)
+		{
+			w.deadline = by_lock_timeout;
+			w.by_lock_timeout = true;
+		}
+		forever = false;
+	}
+	w.bounded = !forever;
+	return w;
+}
+
+/* Milliseconds left before the deadline, rounded up; 0 when it has passed. */
+static int
+ms_left(const SbWait *wait)
+{
+	TimestampTz current = GetCurrentTimestamp();
+	int64 usecs = wait->deadline - current;
+
+	if (usecs <= 0)
+		return 0;
+	return usecs / 1000 >= INT_MAX ? INT_MAX : (int) ((usecs + 999) / 1000);
+}
+
+/* Which limit ended a wait, for the messages below. */
+static char *
+wait_limit(const SbWait *wait)
+{
+	if (wait->by_lock_timeout || wait->wait == NULL)
+		return psprintf("lock_timeout (%s)", GetConfigOptionByName("lock_timeout", NULL, false));
+	return psprintf("the wait (%s)", DatumGetCString(DirectFunctionCall1(
+										 interval_out, IntervalPGetDatum(wait->wait))));
+}
+
+/*
+ * The key could not be taken within the wait: 55P03, saying which limit
+ * (the wait argument or lock_timeout, whichever came first) ended it.
+ */
+void
+sb_report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
+{
+	const char *hint = wait->by_lock_timeout || wait->wait == NULL
+						   ? "Retry later, or raise lock_timeout."
+						   : "Retry later, or pass a longer wait.";
+
+	if (claim)
+		ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+						errdetail("The key is claimed (fence " INT64_FORMAT ") until %s, past %s.",
+								  claim->fence, timestamptz_to_str(claim->lease_expires_at),
+								  wait_limit(wait)),
+						errhint("%s", hint)));
+	ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+					errdetail("Another transaction holds the key's lock, and %s is over.",
+							  wait_limit(wait)),
+					errhint("%s", hint)));
+}
+
+/*
+ * Take the key's advisory lock for the rest of the transaction, waiting at
+ * most as wait says.  A bounded wait sets lock_timeout for the wait only, in
+ * a GUC nest level that is undone on success here and by transaction or
+ * subtransaction abort on error, so it never leaks into later statements.
+ * Raises 55P03 when not obtained.
+ */
+void
+sb_lock_key(const text *key, const SbWait *wait)
+{
+	int wait_ms;
+	int nest_level;
+	char setting[32];
+	MemoryContext cxt = CurrentMemoryContext;
+
+	/* Unbounded, or bounded by lock_timeout alone: PostgreSQL's own wait. */
+	if (!wait->bounded || wait->wait == NULL)
+	{
+		(void) sb_advisory_lock(key, false);
+		return;
+	}
+
+	wait_ms = ms_left(wait);
+	if (wait_ms == 0)
+	{
+		if (!sb_advisory_lock(key, true))
+			sb_report_not_obtained(key, wait, NULL);
+		return;
+	}
+
+	snprintf(setting, sizeof(setting), "%d", wait_ms);
+	nest_level = NewGUCNestLevel();
+	(void) set_config_option("lock_timeout", setting, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	PG_TRY();
+	{
+		(void) sb_advisory_lock(key, false);
+	}
+	PG_CATCH();
+	{
+		ErrorData *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		/* Our timeout fired: say so in the extension's words. */
+		FlushErrorState();
+		sb_report_not_obtained(key, wait, NULL);
+	}
+	PG_END_TRY();
+	AtEOXact_GUC(true, nest_level);
+}
+
+/*
+ * Sleep on the latch before looking at a claim again: *delay_ms, doubled for
+ * the next time up to SB_MAX_POLL_MS, cut short by the wait's deadline and
+ * by wake_by (when the claim expires).  Interruptible: cancel,
+ * statement_timeout and postmaster death end it.
+ */
+static void
+sb_sleep_until(const SbWait *wait, int *delay_ms, TimestampTz wake_by)
+{
+	long timeout = *delay_ms;
+	TimestampTz current = GetCurrentTimestamp();
+
+	if (wake_by > current && (wake_by - current) / 1000 + 1 < timeout)
+		timeout = (wake_by - current) / 1000 + 1;
+	if (wait->bounded && ms_left(wait) < timeout)
+		timeout = ms_left(wait);
+	if (timeout > 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, timeout,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	CHECK_FOR_INTERRUPTS();
+	*delay_ms = Min(*delay_ms * 2, SB_MAX_POLL_MS);
+}
+
+/*
+ * A transaction-scoped lock is useless in a WITH HOLD cursor: PostgreSQL runs
+ * such a cursor's query to the end while the transaction commits, so the
+ * lock would end before the caller saw the result (and sandbox_ensure would
+ * answer create without its outside-a-transaction WARNING).  Lock-mode calls
+ * refuse to run there.
+ */
+void
+sb_check_lock_scope(const char *fname)
+{
+	if (ActivePortal != NULL && (ActivePortal->cursorOptions & CURSOR_OPT_HOLD))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot run in a WITH HOLD cursor", fname),
+				 errdetail("A WITH HOLD cursor's query runs while its transaction commits, which "
+						   "ends the key's lock before the result is read."),
+				 errhint("Call it in a plain statement inside the transaction, or pass a lease.")));
+}
+
+/* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */
+Datum
+sandbox_lock(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	Interval *wait_arg = sb_optional_interval(fcinfo, 1, "wait");
+	SbWait wait = sb_wait_from(wait_arg);
+
+	sb_check_lock_scope("sandbox_lock");
+	sb_acquire_key(key, &wait);
+	PG_RETURN_VOID();
+}
+
+/* sandbox_try_lock(key text) RETURNS boolean */
+Datum
+sandbox_try_lock(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	SbClaim claim;
+
+	sb_check_lock_scope("sandbox_try_lock");
+	if (!sb_try_lock_key(key))
+		PG_RETURN_BOOL(false);
+	if (!sb_key_free(key, &claim))
+	{
+		sb_unlock_key(key);
+		PG_RETURN_BOOL(false);
+	}
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * A live claim (*blocker) holds the key: let go of the key's lock, raise
+ * 55P03 if the wait is over, else sleep until the claim may have ended
+ * (backing off in *delay_ms).  The caller then takes the lock and looks
+ * again.  Every caller that waits for claims waits here.
+ */
+void
+sb_back_off(const text *key, const SbWait *wait, const SbClaim *blocker, int *delay_ms)
+{
+	sb_unlock_key(key);
+	if (wait->bounded && GetCurrentTimestamp() >= wait->deadline)
+		sb_report_not_obtained(key, wait, blocker);
+	sb_sleep_until(wait, delay_ms, blocker->lease_expires_at);
+}
+
+/* Take the key's lock, once no live claim holds the key. */
+void
+sb_acquire_key(const text *key, const SbWait *wait)
+{
+	SbClaim blocker;
+
+	for (int delay_ms = 1;; sb_back_off(key, wait, &blocker, &delay_ms))
+	{
+		sb_lock_key(key, wait);
+		if (!sb_claims_enabled() || sb_key_free(key, &blocker))
+			return;
+	}
+}
+
+static void
+report_claim_lost(const text *key)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_SB_CLAIM_LOST),
+		 errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
+		 errdetail(
+			 "The owner token does not hold the key's claim: it was released, or its lease expired and the key was taken over."),
+		 errhint("Nothing was changed. Take a new claim with sandbox_ensure.")));
+}
+
+/*
+ * sandbox_claim(key, lease, wait DEFAULT NULL)
+ *	  RETURNS TABLE(fence, owner_token, lease_expires_at)
+ *
+ * A claim on the key and nothing else: lease mode's lock for any critical
+ * section (a LockStore.withLock), without sandbox_ensure's decision about a
+ * record.  Waits like sandbox_ensure for the key's lock and for a live
+ * claim.  Returns exactly one row.
+ */
+Datum
+sandbox_claim(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	Interval *lease = sb_positive_interval(fcinfo, 1, "lease", true);
+	SbWait wait = sb_wait_from(sb_optional_interval(fcinfo, 2, "wait"));
+	TupleDesc desc;
+	Datum values[3];
+	bool nulls[3] = {false, false, false};
+	SbClaim claim;
+	SbClaim blocker;
+
+	desc = sb_result_desc(fcinfo, "sandbox_claim", 3, 3);
+
+	for (int delay_ms = 1;; sb_back_off(key, &wait, &blocker, &delay_ms))
+	{
+		sb_lock_key(key, &wait);
+		if (sb_claim_state(key, &blocker) != CLAIM_LIVE && sb_take_claim(key, lease, &claim))
+			break;
+	}
+
+	values[0] = Int64GetDatum(claim.fence);
+	values[1] = UUIDPGetDatum(&claim.owner_token);
+	values[2] = TimestampTzGetDatum(claim.lease_expires_at);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * sandbox_renew(key, owner_token, lease) RETURNS timestamptz
+ *
+ * Extends the claim of owner_token to now + lease (by the server's clock)
+ * and returns the new expiry.  A claim that expired but was not taken over
+ * can still be renewed; one that was taken over raises SB001.
+ */
+Datum
+sandbox_renew(PG_FUNCTION_ARGS)
+{
+	TimestampTz expires = 0;
+	text *key = sb_required_text(fcinfo, 0, "key");
+	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
+	Interval *lease = sb_positive_interval(fcinfo, 2, "lease", true);
+	SbWait wait = sb_wait_from(NULL);
+
+	sb_lock_key(key, &wait);
+	if (!sb_renew_claim(key, token, lease, &expires))
+		report_claim_lost(key);
+	PG_RETURN_TIMESTAMPTZ(expires);
+}
+
+/*
+ * sandbox_release(key, owner_token) RETURNS boolean
+ *
+ * Ends the claim of owner_token: true if it held the key's claim (live or
+ * expired but not taken over), false otherwise.  A stale token never ends
+ * its successor's claim.
+ */
+Datum
+sandbox_release(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
+	SbWait wait = sb_wait_from(NULL);
+
+	sb_lock_key(key, &wait);
+	PG_RETURN_BOOL(sb_release_claim(key, token));
+}
