@@ -4,7 +4,8 @@
  *	  Lease mode (version 1.1): claims on keys kept as rows of
  *	  sandbox_store.leases, and fences.  The only file that reads or writes
  *	  that table and the fence sequence; the SQL functions of lease mode,
- *	  which wait for keys, are take.c's.
+ *	  which wait for keys, are take.c's.  Like every helper that runs
+ *	  statements, these run in the caller's SPI connection (spi.c).
  *
  * A claim gives the exclusion of the key's lock without an open
  * transaction: it is a committed row (key, fence, owner_token,
@@ -51,14 +52,24 @@
 
 #define FENCE_NEXTVAL "pg_catalog.nextval('sandbox_store.fence_seq'::pg_catalog.regclass)"
 
+/*
+ * The columns every statement that returns a claim selects first, in this
+ * order (read_claim); claim_probe adds live.
+ */
+#define CLAIM_COL_FENCE   1
+#define CLAIM_COL_TOKEN   2
+#define CLAIM_COL_EXPIRES 3
+#define CLAIM_COL_LIVE    4
+
 /* The key's claim, if a token is set; live tells whether it has not expired. */
 static SbStatement claim_probe = {
 	"SELECT fence, owner_token, lease_expires_at,"
-	" lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+	" lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AS live"
 	" FROM sandbox_store.leases"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL",
 	1,
-	{TEXTOID}};
+	{TEXTOID},
+	SPI_OK_SELECT};
 
 /* Take the key's claim unless a live one holds it. */
 static SbStatement claim_take = {
@@ -71,7 +82,8 @@ static SbStatement claim_take = {
 	" OR l.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
 	" RETURNING fence, owner_token, lease_expires_at",
 	2,
-	{TEXTOID, INTERVALOID}};
+	{TEXTOID, INTERVALOID},
+	SPI_OK_INSERT_RETURNING};
 
 /* End an expired claim, with a new fence so its holder is fenced off. */
 static SbStatement claim_retire = {
@@ -80,7 +92,8 @@ static SbStatement claim_retire = {
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL"
 	" AND lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
 	1,
-	{TEXTOID}};
+	{TEXTOID},
+	SPI_OK_UPDATE};
 
 static SbStatement claim_renew = {
 	"UPDATE sandbox_store.leases"
@@ -88,16 +101,21 @@ static SbStatement claim_renew = {
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token OPERATOR(pg_catalog.=) $2"
 	" RETURNING lease_expires_at",
 	3,
-	{TEXTOID, UUIDOID, INTERVALOID}};
+	{TEXTOID, UUIDOID, INTERVALOID},
+	SPI_OK_UPDATE_RETURNING};
 
 static SbStatement claim_release = {
 	"UPDATE sandbox_store.leases SET owner_token = NULL, lease_expires_at = NULL"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token OPERATOR(pg_catalog.=) $2",
 	2,
-	{TEXTOID, UUIDOID}};
+	{TEXTOID, UUIDOID},
+	SPI_OK_UPDATE};
 
 static SbStatement fence_probe = {
-	"SELECT fence FROM sandbox_store.leases WHERE key OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}};
+	"SELECT fence FROM sandbox_store.leases WHERE key OPERATOR(pg_catalog.=) $1",
+	1,
+	{TEXTOID},
+	SPI_OK_SELECT};
 
 /* Whether this database has the leases table (version 1.1 or later). */
 bool
@@ -111,7 +129,8 @@ static SbStatement token_probe = {
 	"SELECT FROM sandbox_store.leases"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL",
 	1,
-	{TEXTOID}};
+	{TEXTOID},
+	SPI_OK_SELECT};
 
 /*
  * Whether a claim token is set on the key (a live or an expired claim),
@@ -152,22 +171,21 @@ sb_claim_token_set(const text *key)
 	{
 		Datum arg = PointerGetDatum(key);
 
-		SPI_connect();
 		set = sb_spi_execute(&token_probe, &arg, NULL, false, snapshot) > 0;
-		SPI_finish();
 	}
 	UnregisterSnapshot(snapshot);
 	return set;
 }
 
+/* The claim in row 0 of the last result (the CLAIM_COL_* columns). */
 static void
-read_claim(HeapTuple tuple, TupleDesc desc, SbClaim *claim)
+read_claim(SbClaim *claim)
 {
-	bool isnull;
-
-	claim->fence = DatumGetInt64(heap_getattr(tuple, 1, desc, &isnull));
-	claim->owner_token = *DatumGetUUIDP(heap_getattr(tuple, 2, desc, &isnull));
-	claim->lease_expires_at = DatumGetTimestampTz(heap_getattr(tuple, 3, desc, &isnull));
+	claim->fence = DatumGetInt64(sb_spi_value(SPI_tuptable, 0, CLAIM_COL_FENCE, "fence"));
+	claim->owner_token =
+		*DatumGetUUIDP(sb_spi_value(SPI_tuptable, 0, CLAIM_COL_TOKEN, "owner_token"));
+	claim->lease_expires_at =
+		DatumGetTimestampTz(sb_spi_value(SPI_tuptable, 0, CLAIM_COL_EXPIRES, "lease_expires_at"));
 }
 
 /*
@@ -182,17 +200,13 @@ sb_claim_state(const text *key, SbClaim *claim)
 
 	if (!sb_claims_enabled())
 		return CLAIM_NONE;
-	SPI_connect();
 	if (sb_spi_execute(&claim_probe, &arg, NULL, false, GetLatestSnapshot()) > 0)
 	{
-		bool isnull;
-		bool live =
-			DatumGetBool(heap_getattr(SPI_tuptable->vals[0], 4, SPI_tuptable->tupdesc, &isnull));
+		bool live = DatumGetBool(sb_spi_value(SPI_tuptable, 0, CLAIM_COL_LIVE, "live"));
 
-		read_claim(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, claim);
+		read_claim(claim);
 		state = live ? CLAIM_LIVE : CLAIM_EXPIRED;
 	}
-	SPI_finish();
 	return state;
 }
 
@@ -203,9 +217,7 @@ sb_retire_claim(const text *key)
 	Datum arg = PointerGetDatum(key);
 	bool retired;
 
-	SPI_connect();
 	retired = sb_spi_execute(&claim_retire, &arg, NULL, false, InvalidSnapshot) > 0;
-	SPI_finish();
 
 	/*
 	 * Under the key's lock nobody else can change the claim, so a retire that
@@ -213,11 +225,7 @@ sb_retire_claim(const text *key)
 	 * the newest state shows (REPEATABLE READ, SERIALIZABLE).
 	 */
 	if (!retired && IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access to sandbox key \"%s\"", text_to_cstring(key)),
-				 errdetail("The key's claim changed after this transaction's snapshot was taken."),
-				 errhint("Retry the transaction, or run it at READ COMMITTED.")));
+		sb_report_serialization(key, "claim");
 	return retired;
 }
 
@@ -281,11 +289,10 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 
 	args[0] = PointerGetDatum(key);
 	args[1] = PointerGetDatum(lease);
-	SPI_connect();
 	taken = sb_spi_execute(&claim_take, args, NULL, false, InvalidSnapshot) > 0;
-	if (taken)
-		read_claim(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, claim);
-	SPI_finish();
+	if (!taken)
+		return false;
+	read_claim(claim);
 
 	/*
 	 * The fence leaves the server in the result.  nextval WAL-logs ahead but
@@ -297,38 +304,73 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	 * 32nd value, so this flushes at most once per 32 fences; otherwise the
 	 * record is durable already and XLogFlush returns at once.
 	 */
-	if (taken)
-		flush_fences();
-	return taken;
+	flush_fences();
+	return true;
 }
 
-static void
-report_fence_lost(const text *key, int64 fence, int64 newest)
+/*
+ * SB001: the caller's claim on the key no longer holds it, so nothing was
+ * changed.  how says what showed it: a renewal whose token no longer holds
+ * the claim, a write fenced with an older fence than the key's, or one
+ * fenced with a number never given for this key (newest 0: never claimed).
+ */
+void
+sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence, int64 newest)
 {
-	ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
-					errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
-					errdetail("The write is fenced with " INT64_FORMAT
-							  ", but the key has fence " INT64_FORMAT
-							  " since it was claimed or taken over again.",
-							  fence, newest),
-					errhint("Stop writing for this key; nothing was changed.")));
+	const char *name = text_to_cstring(key);
+
+	switch (how)
+	{
+		case SB_LOST_TOKEN:
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_SB_CLAIM_LOST),
+				 errmsg("claim on sandbox key \"%s\" was lost", name),
+				 errdetail("The owner token does not hold the key's claim: it was released, or its "
+						   "lease expired and the key was taken over.  Nothing was changed."),
+				 errhint("Take a new claim with sandbox_claim or sandbox_ensure.")));
+			break;
+		case SB_LOST_FENCE_OLD:
+			ereport(ERROR,
+					(errcode(ERRCODE_SB_CLAIM_LOST),
+					 errmsg("claim on sandbox key \"%s\" was lost", name),
+					 errdetail("The write is fenced with " INT64_FORMAT
+							   ", but the key has fence " INT64_FORMAT
+							   " since it was claimed or taken over again.  Nothing was changed.",
+							   fence, newest),
+					 errhint("Stop writing for this key.")));
+			break;
+		case SB_LOST_FENCE_FOREIGN:
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_SB_CLAIM_LOST),
+				 errmsg("claim on sandbox key \"%s\" was lost", name),
+				 newest == 0
+					 ? errdetail("The write is fenced with " INT64_FORMAT
+								 ", but the key was never claimed.  Nothing was changed.",
+								 fence)
+					 : errdetail("The write is fenced with " INT64_FORMAT
+								 ", which was never given for this key (its fence is " INT64_FORMAT
+								 ").  Nothing was changed.",
+								 fence, newest),
+				 errhint("Fence a write with the fence of a claim on the same key.")));
+			break;
+	}
+	pg_unreachable();
 }
 
-static void
-report_fence_foreign(const text *key, int64 fence, int64 newest)
+/*
+ * Lease mode and fenced writes need the leases table of version 1.1: refuse
+ * (0A000) what (e.g. "lease mode") in a database still at 1.0.
+ */
+void
+sb_require_claims(const char *what)
 {
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_SB_CLAIM_LOST),
-		 errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
-		 newest == 0
-			 ? errdetail("The write is fenced with " INT64_FORMAT
-						 ", but the key was never claimed.",
-						 fence)
-			 : errdetail("The write is fenced with " INT64_FORMAT
-						 ", which was never given for this key (its fence is " INT64_FORMAT ").",
-						 fence, newest),
-		 errhint("Fence a write with the fence of a claim on the same key; nothing was changed.")));
+	if (!sb_claims_enabled())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s needs sandbox_store 1.1", what),
+				 errdetail("This database has sandbox_store 1.0, which has no claims."),
+				 errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
 }
 
 /*
@@ -345,23 +387,15 @@ sb_check_fence(const text *key, int64 fence)
 	Datum arg = PointerGetDatum(key);
 	int64 newest = 0;
 
-	if (!sb_claims_enabled())
-		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						errmsg("fenced writes need sandbox_store 1.1"),
-						errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
-	SPI_connect();
+	sb_require_claims("fenced writes");
 	if (sb_spi_execute(&fence_probe, &arg, NULL, false, GetLatestSnapshot()) > 0)
 	{
-		bool isnull;
-
-		newest =
-			DatumGetInt64(heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, &isnull));
+		newest = DatumGetInt64(sb_spi_value(SPI_tuptable, 0, 1, "fence"));
 	}
-	SPI_finish();
 	if (newest > fence)
-		report_fence_lost(key, fence, newest);
+		sb_report_claim_lost(key, SB_LOST_FENCE_OLD, fence, newest);
 	if (newest != fence)
-		report_fence_foreign(key, fence, newest);
+		sb_report_claim_lost(key, SB_LOST_FENCE_FOREIGN, fence, newest);
 }
 
 /*
@@ -378,16 +412,9 @@ sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease, T
 	args[0] = PointerGetDatum(key);
 	args[1] = UUIDPGetDatum(token);
 	args[2] = IntervalPGetDatum(lease);
-	SPI_connect();
 	renewed = sb_spi_execute(&claim_renew, args, NULL, false, InvalidSnapshot) > 0;
 	if (renewed)
-	{
-		bool isnull;
-
-		*expires = DatumGetTimestampTz(
-			heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, &isnull));
-	}
-	SPI_finish();
+		*expires = DatumGetTimestampTz(sb_spi_value(SPI_tuptable, 0, 1, "lease_expires_at"));
 	return renewed;
 }
 
@@ -404,8 +431,6 @@ sb_release_claim(const text *key, const pg_uuid_t *token)
 
 	args[0] = PointerGetDatum(key);
 	args[1] = UUIDPGetDatum(token);
-	SPI_connect();
 	released = sb_spi_execute(&claim_release, args, NULL, false, InvalidSnapshot) > 0;
-	SPI_finish();
 	return released;
 }

@@ -129,17 +129,20 @@ ensure_decide(TupleDesc desc, const EnsureArgs *a)
 	SbClaim claim;
 	SbClaim blocker;
 
-	/* Under the key's lock; a live claim makes it wait (take.c). */
+	/*
+	 * Under the key's lock; a live claim makes it wait (take.c).  The record
+	 * is copied to the context the connection was made from.
+	 */
+	sb_spi_connect();
 	for (int delay_ms = 1;; sb_back_off(a->key, &a->wait, &blocker, &delay_ms))
 	{
 		sb_lock_key(a->key, &a->wait);
-		SPI_connect();
 		action = claimed ? decide_lease_mode(a, &rec, &claim, &blocker)
 						 : decide_lock_mode(a, &rec, &blocker);
-		SPI_finish();
 		if (action != NULL)
 			break;
 	}
+	sb_spi_finish();
 
 	if (!claimed && strcmp(action, "resume") != 0 && !IsTransactionBlock())
 		ereport(
@@ -199,10 +202,8 @@ ensure_srf(FunctionCallInfo fcinfo, bool api_1_1)
 				 ENSURE_NATTS_1_1);
 		if (a.lease == NULL)
 			sb_check_lock_scope("sandbox_ensure");
-		if (a.lease != NULL && !sb_claims_enabled())
-			ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							errmsg("lease mode needs sandbox_store 1.1"),
-							errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
+		if (a.lease != NULL)
+			sb_require_claims("lease mode");
 
 		funcctx->user_fctx = ensure_decide(desc, &a);
 

@@ -119,7 +119,8 @@ static SbStatement holder_stmt = {
 	" AND objid OPERATOR(pg_catalog.=) $3 AND objsubid OPERATOR(pg_catalog.=) $4"
 	" LIMIT 1",
 	4,
-	{OIDOID, OIDOID, OIDOID, INT2OID}};
+	{OIDOID, OIDOID, OIDOID, INT2OID},
+	SPI_OK_SELECT};
 
 /*
  * sandbox_lock_holder(key text) RETURNS int (version 1.1)
@@ -142,13 +143,14 @@ sandbox_lock_holder(PG_FUNCTION_ARGS)
 	args[2] = ObjectIdGetDatum((Oid) (uint32) id);
 	args[3] = Int16GetDatum(SB_LOCK_CLASS);
 
-	SPI_connect();
+	sb_spi_connect();
 	found = sb_spi_execute(&holder_stmt, args, NULL, true, InvalidSnapshot) > 0;
 	if (found)
 	{
 		bool isnull;
 
-		pid = DatumGetInt32(heap_getattr(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc, &isnull));
+		pid =
+			DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		/*
 		 * A prepared transaction holds the lock with no backend (pg_locks.pid
 		 * is NULL): 0, as pg_blocking_pids reports one.  NULL would say the
@@ -157,7 +159,7 @@ sandbox_lock_holder(PG_FUNCTION_ARGS)
 		if (isnull)
 			pid = 0;
 	}
-	SPI_finish();
+	sb_spi_finish();
 	if (!found)
 		PG_RETURN_NULL();
 	PG_RETURN_INT32(pid);

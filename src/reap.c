@@ -38,7 +38,8 @@ PG_FUNCTION_INFO_V1(sandbox_reap);
 static SbStatement candidates_stmt = {"SELECT key FROM sandbox_store.instances"
 									  " WHERE " IDLE_CONDITION " ORDER BY updated_at, key",
 									  1,
-									  {TIMESTAMPTZOID}};
+									  {TIMESTAMPTZOID},
+									  SPI_OK_SELECT};
 
 /*
  * The candidate's row, locked, if it is still idle and no other transaction
@@ -48,13 +49,15 @@ static SbStatement lock_stmt = {"SELECT FROM sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
 								" FOR UPDATE SKIP LOCKED",
 								2,
-								{TIMESTAMPTZOID, TEXTOID}};
+								{TIMESTAMPTZOID, TEXTOID},
+								SPI_OK_SELECT};
 
 static SbStatement reap_stmt = {"DELETE FROM sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
 								" RETURNING *",
 								2,
-								{TIMESTAMPTZOID, TEXTOID}};
+								{TIMESTAMPTZOID, TEXTOID},
+								SPI_OK_DELETE_RETURNING};
 
 /* Take the key if nobody holds it: its lock is free and no live claim holds it. */
 static bool
@@ -86,24 +89,14 @@ sandbox_reap(PG_FUNCTION_ARGS)
 	Datum *values;
 	bool *nulls;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("idle_for must not be null")));
-	idle_for = sb_optional_interval(fcinfo, 0, "idle_for");
+	idle_for = sb_required_interval(fcinfo, 0, "idle_for");
 	cutoff = sb_cutoff(idle_for);
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("max_rows must not be null")));
-	max_rows = PG_GETARG_INT32(1);
-	if (max_rows <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_rows must be positive"),
-				 errdetail("The value given is %d.", max_rows)));
+	max_rows = sb_positive_int32(fcinfo, 1, "max_rows");
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	values = palloc(rsinfo->setDesc->natts * sizeof(Datum));
 	nulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
-	SPI_connect();
+	sb_spi_connect();
 	{
 		Datum arg = TimestampTzGetDatum(cutoff);
 
@@ -115,9 +108,7 @@ sandbox_reap(PG_FUNCTION_ARGS)
 
 		for (uint64 row = 0; row < batch->numvals && reaped < max_rows; row++)
 		{
-			bool isnull;
-			text *key =
-				DatumGetTextPCopy(heap_getattr(batch->vals[row], 1, batch->tupdesc, &isnull));
+			text *key = DatumGetTextPCopy(sb_spi_value(batch, row, 1, "key"));
 			Datum args[2];
 
 			if (!take_if_free(key))
@@ -138,6 +129,6 @@ sandbox_reap(PG_FUNCTION_ARGS)
 		SPI_freetuptable(batch);
 	}
 	SPI_cursor_close(portal);
-	SPI_finish();
+	sb_spi_finish();
 	return (Datum) 0;
 }

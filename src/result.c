@@ -184,10 +184,10 @@ report_column_retyped(Form_pg_attribute att, Oid now)
 		 errmsg(
 			 "column \"%s\" of sandbox_store.instances changed type since the statement was planned",
 			 NameStr(att->attname)),
-		 errdetail("The statement expects type %s; the column now has type %s.",
+		 errdetail("The statement expects type %s; the column now has type %s.  Retyping a column "
+				   "of the managed tables is not supported.",
 				   format_type_be(att->atttypid), format_type_be(now)),
-		 errhint(
-			 "Prepare the statement again; retyping a column of the managed tables is not supported.")));
+		 errhint("Prepare the statement again.")));
 }
 
 /*

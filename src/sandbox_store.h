@@ -69,12 +69,16 @@ typedef struct SbClaim
 	TimestampTz lease_expires_at;
 } SbClaim;
 
-/* A statement run through SPI: its text, argument types and kept plan. */
+/*
+ * A statement run through SPI: its text, argument types, the SPI_OK_* code
+ * it must return, and its plan (kept for the backend).
+ */
 typedef struct SbStatement
 {
 	const char *sql;
 	int nargs;
 	Oid argtypes[8];
+	int expect;
 	SPIPlanPtr plan;
 } SbStatement;
 
@@ -97,8 +101,14 @@ extern TimestampTz sb_required_timestamp(FunctionCallInfo fcinfo, int argno, con
 extern TimestampTz sb_cutoff(const Interval *age);
 extern pg_uuid_t *sb_required_uuid(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern bool sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence);
+extern Interval *sb_required_interval(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern int32 sb_positive_int32(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern void sb_report_serialization(const text *key, const char *what) pg_attribute_noreturn();
 
 /* spi.c */
+extern void sb_spi_connect(void);
+extern void sb_spi_finish(void);
+extern Datum sb_spi_value(const SPITupleTable *table, uint64 row, int attnum, const char *name);
 extern SPIPlanPtr sb_spi_plan(SbStatement *stmt);
 extern uint64 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only,
 							 Snapshot snapshot);
@@ -158,6 +168,15 @@ extern bool sb_renew_claim(const text *key, const pg_uuid_t *token, const Interv
 						   TimestampTz *expires);
 extern bool sb_release_claim(const text *key, const pg_uuid_t *token);
 extern void sb_check_fence(const text *key, int64 fence);
+extern void sb_require_claims(const char *what);
+typedef enum SbClaimLost
+{
+	SB_LOST_TOKEN,        /* the owner token no longer holds the claim */
+	SB_LOST_FENCE_OLD,    /* fenced with an older fence than the key's */
+	SB_LOST_FENCE_FOREIGN /* fenced with a number never given for the key */
+} SbClaimLost;
+extern void sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence, int64 newest)
+	pg_attribute_noreturn();
 
 /* take.c: taking a key (waits, claims in the way, 55P03) */
 extern SbWait sb_wait_from(const Interval *wait);

@@ -43,6 +43,31 @@ get_table_owner(void)
 	return owner;
 }
 
+/*
+ * The one SPI convention: an SQL entry point connects (sb_spi_connect) after
+ * its arguments are checked and finishes before it returns; every helper
+ * that runs statements (claims.c, store.c, take.c's loops) runs them in the
+ * caller's connection and never connects itself.  Results copied out of SPI
+ * land in the context the connection was made from.
+ */
+void
+sb_spi_connect(void)
+{
+	int rc = SPI_connect();
+
+	if (rc != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+}
+
+void
+sb_spi_finish(void)
+{
+	int rc = SPI_finish();
+
+	if (rc != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
+}
+
 /* The statement's plan, prepared on first use and kept for the backend. */
 SPIPlanPtr
 sb_spi_plan(SbStatement *stmt)
@@ -61,7 +86,17 @@ sb_spi_plan(SbStatement *stmt)
 	return stmt->plan;
 }
 
-/* Become the tables' owner; on error, transaction abort restores the user. */
+/*
+ * Become the tables' owner; on error, transaction abort restores the user.
+ *
+ * SECURITY_RESTRICTED_OPERATION without a GUC nest level (which PostgreSQL
+ * adds where it runs user code as another role, e.g. index expressions, so
+ * that a SET inside is undone): the statements run here are this file's
+ * fixed SQL, naming only pg_catalog functions and operators and the
+ * extension's own objects, so no code of anyone else's runs in them to SET
+ * anything.  (A trigger an admin adds to a managed table would; the
+ * operations guide says not to.)
+ */
 static void
 as_owner_begin(Oid *save_userid, int *save_sec_context)
 {
@@ -92,10 +127,32 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 		rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed for \"%s\": %s", stmt->sql,
-			 SPI_result_code_string(rc));
+	if (rc != stmt->expect)
+		elog(ERROR, "SPI_execute_plan returned %s for \"%s\", not %s", SPI_result_code_string(rc),
+			 stmt->sql, SPI_result_code_string(stmt->expect));
 	return SPI_processed;
+}
+
+/*
+ * Column attnum (1-based) of row `row` of table (a result of SPI), which the
+ * statement names name and which cannot be NULL.  Statements declare their
+ * columns' order with constants; reading them checks the name, so a
+ * statement and its reader cannot drift apart unnoticed.
+ */
+Datum
+sb_spi_value(const SPITupleTable *table, uint64 row, int attnum, const char *name)
+{
+	TupleDesc desc = table->tupdesc;
+	bool isnull;
+	Datum value;
+
+	if (attnum < 1 || attnum > desc->natts ||
+		strcmp(NameStr(TupleDescAttr(desc, attnum - 1)->attname), name) != 0)
+		elog(ERROR, "sandbox_store: column %d of a result is not \"%s\"", attnum, name);
+	value = SPI_getbinval(table->vals[row], desc, attnum, &isnull);
+	if (isnull)
+		elog(ERROR, "sandbox_store: column \"%s\" of a result is NULL", name);
+	return value;
 }
 
 /* Open a cursor over one statement, as the tables' owner. */

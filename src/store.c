@@ -45,27 +45,33 @@ PG_FUNCTION_INFO_V1(sandbox_list);
 static SbStatement lookup_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
 								  " WHERE key OPERATOR(pg_catalog.=) $1",
 								  1,
-								  {TEXTOID}};
+								  {TEXTOID},
+								  SPI_OK_SELECT};
 
 /* The same, row-locked: waits for a transaction deleting or replacing it. */
 static SbStatement lock_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 								1,
-								{TEXTOID}};
+								{TEXTOID},
+								SPI_OK_SELECT};
 
 /*
  * The rows a function returns as rows of the table select every column (*):
  * the function's row type is the table's, with any column an admin added.
  */
 static SbStatement get_stmt = {
-	"SELECT * FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}};
+	"SELECT * FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
+	1,
+	{TEXTOID},
+	SPI_OK_SELECT};
 
 /* The records of a thread. */
 static SbStatement list_stmt = {"SELECT * FROM sandbox_store.instances"
 								" WHERE thread_id OPERATOR(pg_catalog.=) $1"
 								" ORDER BY updated_at DESC, key",
 								1,
-								{TEXTOID}};
+								{TEXTOID},
+								SPI_OK_SELECT};
 
 /* Insert or fully replace a record. */
 static SbStatement upsert_stmt = {
@@ -80,11 +86,15 @@ static SbStatement upsert_stmt = {
 	" updated_at = EXCLUDED.updated_at"
 	" RETURNING *",
 	Natts_instances,
-	{TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID}};
+	{TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID},
+	SPI_OK_INSERT_RETURNING};
 
 /* Remove a key's record. */
 static SbStatement delete_stmt = {
-	"DELETE FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}};
+	"DELETE FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
+	1,
+	{TEXTOID},
+	SPI_OK_DELETE};
 
 /* Stamp a fresh record with a run. */
 #define STAMP_SQL                                                                                  \
@@ -94,8 +104,10 @@ static SbStatement delete_stmt = {
 	" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=) $3)"                                   \
 	" AND ($4 IS NULL OR provider OPERATOR(pg_catalog.=) $4)"
 
-static SbStatement stamp_stmt = {
-	STAMP_SQL " RETURNING " RECORD_COLUMNS, 4, {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID}};
+static SbStatement stamp_stmt = {STAMP_SQL " RETURNING " RECORD_COLUMNS,
+								 4,
+								 {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
+								 SPI_OK_UPDATE_RETURNING};
 
 /* Record columns of SPI result row; values point into the tuple. */
 static void
@@ -112,24 +124,11 @@ copy_record(SbRecord *rec)
 	read_record(SPI_copytuple(SPI_tuptable->vals[0]), SPI_tuptable->tupdesc, rec);
 }
 
-static void
-report_snapshot_stale(Datum key)
-{
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-		 errmsg("could not serialize access to sandbox key \"%s\"", TextDatumGetCString(key)),
-		 errdetail(
-			 "The key's record was changed by a transaction that committed after this transaction's snapshot was taken."),
-		 errhint("Retry the transaction, or run it at READ COMMITTED.")));
-}
-
+/* The ctid lookup_stmt and lock_stmt select after the record columns. */
 static ItemPointerData
 result_ctid(void)
 {
-	bool isnull;
-	Datum ctid =
-		heap_getattr(SPI_tuptable->vals[0], Natts_instances + 1, SPI_tuptable->tupdesc, &isnull);
+	Datum ctid = sb_spi_value(SPI_tuptable, 0, Natts_instances + 1, "ctid");
 
 	return *(ItemPointer) DatumGetPointer(ctid);
 }
@@ -161,13 +160,13 @@ lookup_current(Datum key)
 		newest_ctid = result_ctid();
 	seen = sb_spi_execute(&lookup_stmt, &key, NULL, false, InvalidSnapshot) > 0;
 	if (seen != newest)
-		report_snapshot_stale(key);
+		sb_report_serialization((const text *) DatumGetPointer(key), "record");
 	if (seen)
 	{
 		ItemPointerData seen_ctid = result_ctid();
 
 		if (!ItemPointerEquals(&seen_ctid, &newest_ctid))
-			report_snapshot_stale(key);
+			sb_report_serialization((const text *) DatumGetPointer(key), "record");
 	}
 	return seen;
 }
@@ -176,8 +175,8 @@ lookup_current(Datum key)
  * Stamp the key's record with run_id and now() if it is fresh: no older than
  * max_age (when given) and owned by provider (when given).  Returns true and
  * the stamped record, or false when there is no fresh record.  The caller is
- * connected to SPI and holds the key's lock; the record is copied to the
- * context SPI was entered from.
+ * connected to SPI (spi.c) and holds the key's lock; the record is copied to
+ * the context the connection was made from.
  */
 bool
 sb_store_stamp(const text *key, const text *run_id, const Interval *max_age, const text *provider,
@@ -281,6 +280,7 @@ upsert(FunctionCallInfo fcinfo)
 	 * also takes the key: a delete or ensure then waits for this transaction
 	 * instead of failing it.
 	 */
+	sb_spi_connect();
 	if (fenced || IsolationUsesXactSnapshot())
 	{
 		const text *key = (const text *) DatumGetPointer(args[Anum_instances_key - 1]);
@@ -291,7 +291,6 @@ upsert(FunctionCallInfo fcinfo)
 			sb_check_fence(key, fence);
 	}
 
-	SPI_connect();
 	/*
 	 * Under REPEATABLE READ or SERIALIZABLE, a record deleted or replaced
 	 * after this transaction's snapshot would still be visible to it next to
@@ -313,7 +312,7 @@ upsert(FunctionCallInfo fcinfo)
 	isnull = palloc(desc->natts * sizeof(bool));
 	sb_result_values(desc, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, isnull);
 	result = heap_form_tuple(desc, values, isnull);
-	SPI_finish();
+	sb_spi_finish();
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(result));
 }
@@ -357,10 +356,10 @@ sandbox_get(PG_FUNCTION_ARGS)
 		}
 		return (Datum) 0;
 	}
-	SPI_connect();
+	sb_spi_connect();
 	sb_spi_execute(&get_stmt, &key, NULL, true, statement_snapshot());
 	return_rows(fcinfo);
-	SPI_finish();
+	sb_spi_finish();
 	return (Datum) 0;
 }
 
@@ -371,10 +370,10 @@ sandbox_list(PG_FUNCTION_ARGS)
 	Datum thread_id = PointerGetDatum(sb_required_text(fcinfo, 0, "thread_id"));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	SPI_connect();
+	sb_spi_connect();
 	sb_spi_execute(&list_stmt, &thread_id, NULL, true, statement_snapshot());
 	return_rows(fcinfo);
-	SPI_finish();
+	sb_spi_finish();
 	return (Datum) 0;
 }
 
@@ -396,19 +395,20 @@ delete_record(FunctionCallInfo fcinfo)
 	int64 fence;
 	bool deleted;
 
-	if (sb_optional_fence(fcinfo, 1, &fence))
+	bool fenced = sb_optional_fence(fcinfo, 1, &fence);
+
+	sb_spi_connect();
+	if (fenced)
 	{
 		sb_lock_key(key, &wait);
 		sb_check_fence(key, fence);
 	}
 	else
 		sb_acquire_key(key, &wait);
-
-	SPI_connect();
 	deleted = sb_spi_execute(&delete_stmt, &arg, NULL, false, InvalidSnapshot) > 0;
 	if (!deleted && IsolationUsesXactSnapshot())
 		lookup_current(arg);
-	SPI_finish();
+	sb_spi_finish();
 
 	PG_RETURN_BOOL(deleted);
 }

@@ -246,7 +246,9 @@ sandbox_lock(PG_FUNCTION_ARGS)
 	SbWait wait = sb_wait_from(wait_arg);
 
 	sb_check_lock_scope("sandbox_lock");
+	sb_spi_connect();
 	sb_acquire_key(key, &wait);
+	sb_spi_finish();
 	PG_RETURN_VOID();
 }
 
@@ -257,15 +259,17 @@ sandbox_try_lock(PG_FUNCTION_ARGS)
 	text *key = sb_required_text(fcinfo, 0, "key");
 	SbClaim claim;
 
+	bool free;
+
 	sb_check_lock_scope("sandbox_try_lock");
 	if (!sb_try_lock_key(key))
 		PG_RETURN_BOOL(false);
-	if (!sb_key_free(key, &claim))
-	{
+	sb_spi_connect();
+	free = sb_key_free(key, &claim);
+	sb_spi_finish();
+	if (!free)
 		sb_unlock_key(key);
-		PG_RETURN_BOOL(false);
-	}
-	PG_RETURN_BOOL(true);
+	PG_RETURN_BOOL(free);
 }
 
 /*
@@ -283,7 +287,7 @@ sb_back_off(const text *key, const SbWait *wait, const SbClaim *blocker, int *de
 	sb_sleep_until(wait, delay_ms, blocker->lease_expires_at);
 }
 
-/* Take the key's lock, once no live claim holds the key. */
+/* Take the key's lock, once no live claim holds the key.  Connected to SPI. */
 void
 sb_acquire_key(const text *key, const SbWait *wait)
 {
@@ -295,18 +299,6 @@ sb_acquire_key(const text *key, const SbWait *wait)
 		if (!sb_claims_enabled() || sb_key_free(key, &blocker))
 			return;
 	}
-}
-
-static void
-report_claim_lost(const text *key)
-{
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_SB_CLAIM_LOST),
-		 errmsg("claim on sandbox key \"%s\" was lost", text_to_cstring(key)),
-		 errdetail(
-			 "The owner token does not hold the key's claim: it was released, or its lease expired and the key was taken over."),
-		 errhint("Nothing was changed. Take a new claim with sandbox_ensure.")));
 }
 
 /*
@@ -332,12 +324,14 @@ sandbox_claim(PG_FUNCTION_ARGS)
 
 	desc = sb_result_desc(fcinfo, "sandbox_claim", 3, 3);
 
+	sb_spi_connect();
 	for (int delay_ms = 1;; sb_back_off(key, &wait, &blocker, &delay_ms))
 	{
 		sb_lock_key(key, &wait);
 		if (sb_claim_state(key, &blocker) != CLAIM_LIVE && sb_take_claim(key, lease, &claim))
 			break;
 	}
+	sb_spi_finish();
 
 	values[0] = Int64GetDatum(claim.fence);
 	values[1] = UUIDPGetDatum(&claim.owner_token);
@@ -361,9 +355,14 @@ sandbox_renew(PG_FUNCTION_ARGS)
 	Interval *lease = sb_positive_interval(fcinfo, 2, "lease", true);
 	SbWait wait = sb_wait_from(NULL);
 
+	bool renewed;
+
 	sb_lock_key(key, &wait);
-	if (!sb_renew_claim(key, token, lease, &expires))
-		report_claim_lost(key);
+	sb_spi_connect();
+	renewed = sb_renew_claim(key, token, lease, &expires);
+	sb_spi_finish();
+	if (!renewed)
+		sb_report_claim_lost(key, SB_LOST_TOKEN, 0, 0);
 	PG_RETURN_TIMESTAMPTZ(expires);
 }
 
@@ -381,6 +380,11 @@ sandbox_release(PG_FUNCTION_ARGS)
 	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
 	SbWait wait = sb_wait_from(NULL);
 
+	bool released;
+
 	sb_lock_key(key, &wait);
-	PG_RETURN_BOOL(sb_release_claim(key, token));
+	sb_spi_connect();
+	released = sb_release_claim(key, token);
+	sb_spi_finish();
+	PG_RETURN_BOOL(released);
 }

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * validate.c
- *	  Argument validation for every SQL-callable function of sandbox_store.
+ *	  Argument validation for every SQL-callable function of sandbox_store,
+ *	  and the one error raised from more than one file (40001).
  *
  * Each checker reads one argument, raises the SQLSTATE that the error
  * table of docs/reference.md names (22004 for a missing required value, 22023 for an empty or
@@ -17,7 +18,16 @@
 #include "access/detoast.h"
 #include "fmgr.h"
 #include "access/xact.h"
+#include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+
+/* 22004: a required argument is NULL. */
+static void
+report_null(const char *argname)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
+}
 
 static void
 check_text_length(Datum value, const char *argname)
@@ -40,8 +50,7 @@ text *
 sb_required_text(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
+		report_null(argname);
 	check_text_length(PG_GETARG_DATUM(argno), argname);
 	return PG_GETARG_TEXT_PP(argno);
 }
@@ -146,8 +155,7 @@ sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bo
 	if (PG_ARGISNULL(argno))
 	{
 		if (required)
-			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-							errmsg("%s must not be null", argname)));
+			report_null(argname);
 		return NULL;
 	}
 	value = PG_GETARG_INTERVAL_P(argno);
@@ -167,8 +175,7 @@ pg_uuid_t *
 sb_required_uuid(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
 	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
+		report_null(argname);
 	return PG_GETARG_UUID_P(argno);
 }
 
@@ -212,4 +219,46 @@ sb_cutoff(const Interval *age)
 	}
 	return DatumGetTimestampTz(DirectFunctionCall2(
 		timestamptz_mi_interval, TimestampTzGetDatum(start), IntervalPGetDatum(age)));
+}
+
+/* An interval argument that must be present; otherwise as sb_optional_interval. */
+Interval *
+sb_required_interval(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		report_null(argname);
+	return sb_optional_interval(fcinfo, argno, argname);
+}
+
+/* An integer argument that must be present and positive. */
+int32
+sb_positive_int32(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	int32 value;
+
+	if (PG_ARGISNULL(argno))
+		report_null(argname);
+	value = PG_GETARG_INT32(argno);
+	if (value <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be positive", argname),
+				 errdetail("The value given is %d.", value)));
+	return value;
+}
+
+/*
+ * 40001, raised by more than one file: this REPEATABLE READ or SERIALIZABLE
+ * transaction's snapshot does not show the key's what ("record", "claim")
+ * as it is now, and acting on it would act beside a newer version.
+ */
+void
+sb_report_serialization(const text *key, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access to sandbox key \"%s\"", text_to_cstring(key)),
+			 errdetail("The key's %s was changed by a transaction that committed after this "
+					   "transaction's snapshot was taken.",
+					   what),
+			 errhint("Retry the transaction, or run it at READ COMMITTED.")));
 }
