@@ -6,10 +6,12 @@
  *	  file offers the others.
  *
  * The Anum_* constants give the order in which every SPI statement that
- * names the record columns selects them (RECORD_COLUMNS), so attribute N of
- * its result is record column N.  They match the order of a fresh table's
- * columns, but an admin may add, drop and re-add columns: rows of the tables
- * themselves are read by column name (sb_result_values, direct.c).
+ * names the record columns selects them (RECORD_COLUMNS in store.c), so
+ * attribute N of its result is record column N; the reader checks each
+ * column's name (copy_record, sb_spi_value).  They match the order of a
+ * fresh table's columns, but an admin may add, drop and re-add columns:
+ * rows of the tables themselves are read by column name (sb_result_values,
+ * direct.c).
  *
  *-------------------------------------------------------------------------
  */

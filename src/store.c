@@ -109,19 +109,30 @@ static SbStatement stamp_stmt = {STAMP_SQL " RETURNING " RECORD_COLUMNS,
 								 {TEXTOID, TEXTOID, TIMESTAMPTZOID, TEXTOID},
 								 SPI_OK_UPDATE_RETURNING};
 
-/* Record columns of SPI result row; values point into the tuple. */
-static void
-read_record(HeapTuple tuple, TupleDesc desc, SbRecord *rec)
-{
-	for (int i = 0; i < Natts_instances; i++)
-		rec->values[i] = heap_getattr(tuple, i + 1, desc, &rec->nulls[i]);
-}
+/* The names of the columns RECORD_COLUMNS lists, in Anum_instances_* order. */
+static const char *const record_column_names[Natts_instances] = {
+	"key",       "provider",      "provider_sandbox_id", "latest_snapshot_id",
+	"thread_id", "latest_run_id", "updated_at"};
 
-/* Row 0 of the last result, copied to the context SPI was entered from. */
+/*
+ * The record in row 0 of the last result (a statement selecting
+ * RECORD_COLUMNS first), copied to the context the SPI connection was made
+ * from.  Each column's name is checked, as sb_spi_value does.
+ */
 static void
 copy_record(SbRecord *rec)
 {
-	read_record(SPI_copytuple(SPI_tuptable->vals[0]), SPI_tuptable->tupdesc, rec);
+	TupleDesc desc = SPI_tuptable->tupdesc;
+	HeapTuple tuple = SPI_copytuple(SPI_tuptable->vals[0]);
+
+	for (int i = 0; i < Natts_instances; i++)
+	{
+		if (i >= desc->natts ||
+			strcmp(NameStr(TupleDescAttr(desc, i)->attname), record_column_names[i]) != 0)
+			elog(ERROR, "sandbox_store: column %d of a record result is not \"%s\"", i + 1,
+				 record_column_names[i]);
+		rec->values[i] = SPI_getbinval(tuple, desc, i + 1, &rec->nulls[i]);
+	}
 }
 
 /* The ctid lookup_stmt and lock_stmt select after the record columns. */

@@ -38,8 +38,15 @@ after(async () => {
   await other.end();
 });
 
-/** Every client of the pool is back and idle, and nobody waits for one. */
-function poolAtRest(pool: pg.Pool): void {
+/**
+ * Every client of the pool is back and idle (or closed), and nobody waits for
+ * one: within a second, since a client whose statement was cancelled goes
+ * back (closed) once that statement has ended.
+ */
+async function poolAtRest(pool: pg.Pool): Promise<void> {
+  for (let i = 0; i < 100 && (pool.waitingCount !== 0 || pool.idleCount !== pool.totalCount); i++) {
+    await sleep(10);
+  }
   assert.equal(pool.waitingCount, 0, 'nobody waits for a connection');
   assert.equal(pool.idleCount, pool.totalCount, 'every connection is back in the pool');
 }
@@ -103,7 +110,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
           );
           assert.deepStrictEqual([...shared].sort(), ['created', 'resumed', 'resumed', 'resumed']);
           assert.equal(provider.calls.create, 5);
-          poolAtRest(pool);
+          await poolAtRest(pool);
           assert.deepStrictEqual(await keyLocks(other, `nested/${thread}/shared`), []);
           assert.equal(await liveClaim(other, `nested/${thread}/shared`), undefined);
         } finally {
@@ -142,7 +149,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
           'b:start', 'b:inner', 'b:end',
           'c:start', 'c:inner', 'c:end',
         ]);
-        poolAtRest(pool);
+        await poolAtRest(pool);
       } finally {
         await pool.end();
       }
@@ -177,7 +184,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
           await assert.rejects(waiting, (error: unknown) => error === reason);
           assert.ok(Date.now() - t0 < 1000, `gave up in ${Date.now() - t0} ms`);
           assert.equal(await runningCalls(other), 0, 'the wait in the database was cancelled');
-          poolAtRest(pool);
+          await poolAtRest(pool);
         } finally {
           release();
           await holding;
@@ -215,7 +222,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
         release();
         await Promise.all([first, third]);
         assert.deepStrictEqual(order, ['first', 'third']);
-        poolAtRest(pool);
+        await poolAtRest(pool);
       } finally {
         await pool.end();
       }
@@ -261,7 +268,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
           await assert.rejects(ensuring, (error: unknown) => error instanceof Error && error.name === 'AbortError');
           assert.ok(Date.now() - t0 < 1000, `gave up in ${Date.now() - t0} ms`);
           assert.equal(await runningCalls(other), 0, 'the wait in the database was cancelled');
-          poolAtRest(pool);
+          await poolAtRest(pool);
         } finally {
           release();
           await holding;
@@ -326,7 +333,7 @@ describe('bounded waits', () => {
         });
         assert.ok(Date.now() - t0 < 2000);
       });
-      poolAtRest(pool);
+      await poolAtRest(pool);
     } finally {
       await pool.end();
     }
@@ -367,7 +374,7 @@ describe('bounded waits', () => {
         results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<string>).value),
         ['a'],
       );
-      poolAtRest(pool);
+      await poolAtRest(pool);
     } finally {
       await pool.end();
     }
