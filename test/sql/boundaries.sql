@@ -92,9 +92,7 @@ SELECT sandbox_store.sandbox_release('b-fx-' || k, owner_token) FROM b_fx ORDER 
 -- ends, under REPEATABLE READ and SERIALIZABLE only; at READ COMMITTED it
 -- takes none.
 CREATE TEMP VIEW b_my_key_locks AS
-  SELECT count(*) AS key_locks FROM pg_locks
-   WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 21314
-     AND granted;
+  SELECT count(*) AS key_locks FROM my_sb_locks WHERE granted;
 BEGIN ISOLATION LEVEL READ COMMITTED;
 SELECT key FROM sandbox_store.sandbox_upsert('b-lock', 'e2b', 'sbx-l', 't-b');
 SELECT * FROM b_my_key_locks;
@@ -102,8 +100,7 @@ COMMIT;
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT key FROM sandbox_store.sandbox_upsert('b-lock', 'e2b', 'sbx-l', 't-b');
 SELECT * FROM b_my_key_locks;
-SELECT objid::bigint = (sandbox_store.sandbox_lock_id('b-lock') & 4294967295) AS the_key_lock
-  FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 21314;
+SELECT lock_id = sandbox_store.sandbox_lock_id('b-lock') AS the_key_lock FROM my_sb_locks;
 COMMIT;
 SELECT * FROM b_my_key_locks;
 BEGIN ISOLATION LEVEL SERIALIZABLE;
