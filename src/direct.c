@@ -178,7 +178,7 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 	}
 	if (sb_relations()->row_security)
 		sb_report_row_security();
-	pkey = RelationGetPrimaryKeyIndex(heap);
+	pkey = sb_primary_key_index(heap);
 	if (!OidIsValid(pkey))
 		sb_report_missing_table(which == SB_INSTANCES ? "instances_pkey" : "leases_pkey");
 	index = index_open(pkey, AccessShareLock);
@@ -186,7 +186,7 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   index->rd_indcollation[0], F_TEXTEQ, PointerGetDatum(key));
 	slot = table_slot_create(heap, NULL);
-	scan = index_beginscan(heap, index, snapshot, 1, 0);
+	scan = sb_index_beginscan(heap, index, snapshot, 1, 0);
 	index_rescan(scan, &skey, 1, NULL, 0);
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 		tuple = ExecCopySlotHeapTuple(slot);

@@ -20,6 +20,8 @@
 
 #include "postgres.h"
 
+#include "compat.h"
+
 #include "executor/spi.h"
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
@@ -105,7 +107,8 @@ extern pg_uuid_t *sb_required_uuid(FunctionCallInfo fcinfo, int argno, const cha
 extern bool sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence);
 extern Interval *sb_required_interval(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int32 sb_positive_int32(FunctionCallInfo fcinfo, int argno, const char *argname);
-extern void sb_report_serialization(const text *key, const char *what) pg_attribute_noreturn();
+SB_NORETURN_BEFORE extern void sb_report_serialization(const text *key,
+													   const char *what) SB_NORETURN_AFTER;
 
 /* spi.c */
 extern void sb_spi_connect(void);
@@ -130,8 +133,8 @@ typedef struct SbRelations
 
 extern void sb_catalog_init(void);
 extern const SbRelations *sb_relations(void);
-extern void sb_report_missing_table(const char *name) pg_attribute_noreturn();
-extern void sb_report_row_security(void) pg_attribute_noreturn();
+SB_NORETURN_BEFORE extern void sb_report_missing_table(const char *name) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE extern void sb_report_row_security(void) SB_NORETURN_AFTER;
 
 /* direct.c: direct primary-key reads and their setting */
 extern void sb_direct_init(void);
@@ -177,8 +180,8 @@ typedef enum SbClaimLost
 	SB_LOST_FENCE_OLD,    /* fenced with an older fence than the key's */
 	SB_LOST_FENCE_FOREIGN /* fenced with a number never given for the key */
 } SbClaimLost;
-extern void sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence, int64 newest)
-	pg_attribute_noreturn();
+SB_NORETURN_BEFORE extern void sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence,
+													int64 newest) SB_NORETURN_AFTER;
 
 /* take.c: taking a key (waits, claims in the way, 55P03) */
 extern SbWait sb_wait_from(const Interval *wait);
@@ -186,8 +189,8 @@ extern void sb_check_lock_scope(const char *fname);
 extern void sb_lock_key(const text *key, const SbWait *wait);
 extern void sb_back_off(const text *key, const SbWait *wait, const SbClaim *blocker, int *delay_ms);
 extern void sb_acquire_key(const text *key, const SbWait *wait);
-extern void sb_report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
-	pg_attribute_noreturn();
+SB_NORETURN_BEFORE extern void sb_report_not_obtained(const text *key, const SbWait *wait,
+													  const SbClaim *claim) SB_NORETURN_AFTER;
 
 /* result.c */
 extern void sb_result_init(void);

@@ -15,6 +15,8 @@
  */
 #include "sandbox_store.h"
 
+#include <math.h>
+
 #include "access/detoast.h"
 #include "fmgr.h"
 #include "access/xact.h"
@@ -161,8 +163,8 @@ sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bo
 	value = PG_GETARG_INTERVAL_P(argno);
 	check_interval_sign(value, argname, true);
 	/* now + value must stay a timestamp (an upper bound of the span: 31-day months). */
-	if (Abs((double) value->month) * 31 * USECS_PER_DAY + Abs((double) value->day) * USECS_PER_DAY +
-			Abs((double) value->time) >=
+	if (fabs((double) value->month) * 31 * USECS_PER_DAY +
+			fabs((double) value->day) * USECS_PER_DAY + fabs((double) value->time) >=
 		(double) END_TIMESTAMP - (double) GetCurrentTimestamp())
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s is too long", argname),
 						errdetail("now() + %s would be past the latest timestamp PostgreSQL has.",
@@ -207,8 +209,8 @@ sb_cutoff(const Interval *age)
 {
 	TimestampTz start = GetCurrentTransactionStartTimestamp();
 	/* An upper bound of the span: months of 31 days. */
-	double span = Abs((double) age->month) * 31 * USECS_PER_DAY +
-				  Abs((double) age->day) * USECS_PER_DAY + Abs((double) age->time);
+	double span = fabs((double) age->month) * 31 * USECS_PER_DAY +
+				  fabs((double) age->day) * USECS_PER_DAY + fabs((double) age->time);
 
 	if (span >= (double) start - (double) MIN_TIMESTAMP)
 	{
