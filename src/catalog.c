@@ -57,39 +57,26 @@ sb_catalog_init(void)
 	CacheRegisterSyscacheCallback(NAMESPACEOID, relations_changed, (Datum) 0);
 }
 
-/* The owner of relid (InvalidOid for none). */
-static Oid
-relation_owner(Oid relid)
+/*
+ * What pg_class says of relid that every call needs: its owner (InvalidOid
+ * for none) and whether row-level security is enabled or forced on it.
+ */
+static void
+read_relation(Oid relid, Oid *owner, bool *row_security)
 {
 	HeapTuple tuple;
-	Oid owner;
 
+	*owner = InvalidOid;
+	*row_security = false;
 	if (!OidIsValid(relid))
-		return InvalidOid;
+		return;
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tuple))
-		return InvalidOid;
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+		return;
+	*owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	*row_security = ((Form_pg_class) GETSTRUCT(tuple))->relrowsecurity ||
+					((Form_pg_class) GETSTRUCT(tuple))->relforcerowsecurity;
 	ReleaseSysCache(tuple);
-	return owner;
-}
-
-/* Whether row-level security is enabled (or forced) on relid. */
-static bool
-row_security_on(Oid relid)
-{
-	HeapTuple tuple;
-	bool on;
-
-	if (!OidIsValid(relid))
-		return false;
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tuple))
-		return false;
-	on = ((Form_pg_class) GETSTRUCT(tuple))->relrowsecurity ||
-		 ((Form_pg_class) GETSTRUCT(tuple))->relforcerowsecurity;
-	ReleaseSysCache(tuple);
-	return on;
 }
 
 /* The schema extension ext was created in (pg_extension.extnamespace). */
@@ -172,8 +159,15 @@ sb_relations(void)
 		found.leases = member_relation("leases", nsp, ext);
 		found.fence_seq = member_relation("fence_seq", nsp, ext);
 		found.citus = OidIsValid(get_extension_oid("citus", true));
-		found.row_security = row_security_on(found.instances) || row_security_on(found.leases);
-		found.owner = relation_owner(found.instances);
+		{
+			Oid leases_owner;
+			bool instances_rls;
+			bool leases_rls;
+
+			read_relation(found.instances, &found.owner, &instances_rls);
+			read_relation(found.leases, &leases_owner, &leases_rls);
+			found.row_security = instances_rls || leases_rls;
+		}
 		if (invalidations == relations_invalidations)
 		{
 			relations = found;

@@ -84,13 +84,6 @@ sb_advisory_lock(const text *key, bool dont_wait)
 	return LockAcquire(&tag, ExclusiveLock, false, dont_wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
-/* Take the key's advisory lock if it is free now (or held by us already). */
-bool
-sb_try_lock_key(const text *key)
-{
-	return sb_advisory_lock(key, true);
-}
-
 /* Give back one acquisition of the key's advisory lock (to wait for a claim). */
 void
 sb_unlock_key(const text *key)

@@ -65,7 +65,7 @@ take_if_free(const text *key)
 {
 	SbClaim claim;
 
-	if (!sb_try_lock_key(key))
+	if (!sb_advisory_lock(key, true))
 		return false;
 	if (sb_key_free(key, &claim))
 		return true;

@@ -152,7 +152,6 @@ extern HeapTuple sb_direct_fetch(SbTable which, const text *key, Snapshot snapsh
 /* locks.c: the per-key advisory lock itself */
 extern uint64 sb_lock_id(const text *key);
 extern bool sb_advisory_lock(const text *key, bool dont_wait);
-extern bool sb_try_lock_key(const text *key);
 extern void sb_unlock_key(const text *key);
 
 /* claims.c: the leases table and fences */

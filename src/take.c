@@ -262,7 +262,7 @@ sandbox_try_lock(PG_FUNCTION_ARGS)
 	bool free;
 
 	sb_check_lock_scope("sandbox_try_lock");
-	if (!sb_try_lock_key(key))
+	if (!sb_advisory_lock(key, true))
 		PG_RETURN_BOOL(false);
 	sb_spi_connect();
 	free = sb_key_free(key, &claim);
