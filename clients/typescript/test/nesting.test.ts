@@ -26,6 +26,7 @@ import {
   ensureSandbox,
   tanstackSandboxKey,
   type LockMode,
+  type LockStore,
 } from '../src/index.js';
 import { keyLocks, liveClaim, newPool, sleep, uniqueKey, within } from './helpers.js';
 import { FakeProvider, RunStore, ensure, withRunClaim } from './upstream.js';
@@ -75,6 +76,29 @@ async function runningCalls(pool: pg.Pool): Promise<number> {
     await sleep(50);
   }
   return n;
+}
+
+/** Hold key through store in a section of its own until release() (which waits for the section to end). */
+async function holdKey(store: LockStore, key: string): Promise<{ release: () => Promise<void> }> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let entered!: () => void;
+  const inside = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  const holding = store.withLock(key, async () => {
+    entered();
+    await held;
+  });
+  await inside;
+  return {
+    release: async () => {
+      release();
+      await holding;
+    },
+  };
 }
 
 for (const mode of ['lock', 'lease'] as LockMode[]) {
@@ -161,19 +185,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
         const key = uniqueKey('abort-db');
         const holder = createLockStore(other, { mode });
         const waiter = createLockStore(pool, { mode });
-        let release!: () => void;
-        const held = new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        let entered!: () => void;
-        const inside = new Promise<void>((resolve) => {
-          entered = resolve;
-        });
-        const holding = holder.withLock(key, async () => {
-          entered();
-          await held;
-        });
-        await inside;
+        const held = await holdKey(holder, key);
         try {
           const controller = new AbortController();
           const reason = new Error('the user gave up');
@@ -186,8 +198,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
           assert.equal(await runningCalls(other), 0, 'the wait in the database was cancelled');
           await poolAtRest(pool);
         } finally {
-          release();
-          await holding;
+          await held.release();
         }
         assert.deepStrictEqual(await keyLocks(other, key), []);
         assert.equal(await liveClaim(other, key), undefined);
@@ -233,19 +244,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
       try {
         const key = uniqueKey('abort-ensure');
         const holder = createLockStore(other, { mode });
-        let release!: () => void;
-        const held = new Promise<void>((resolve) => {
-          release = resolve;
-        });
-        let entered!: () => void;
-        const inside = new Promise<void>((resolve) => {
-          entered = resolve;
-        });
-        const holding = holder.withLock(key, async () => {
-          entered();
-          await held;
-        });
-        await inside;
+        const held = await holdKey(holder, key);
         let created = 0;
         try {
           const controller = new AbortController();
@@ -270,8 +269,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
           assert.equal(await runningCalls(other), 0, 'the wait in the database was cancelled');
           await poolAtRest(pool);
         } finally {
-          release();
-          await holding;
+          await held.release();
         }
         assert.equal(created, 0);
         assert.deepStrictEqual(await keyLocks(other, key), []);
