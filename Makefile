@@ -1,7 +1,8 @@
 # sandbox_store: PGXS build, tests and demo.
 #
 #   make demo   install what is missing, build, install, play the demo
-#   make test   install what is missing, build, install, run every suite
+#   make test   install what is missing, build, install, run every suite,
+#               then make matrix (PostgreSQL 15, 16, 17, 18 and 19)
 #
 # Both start a throwaway cluster of their own (test/scripts/with-cluster.sh).
 # Single suites, against the cluster in PGHOST/PGPORT:
@@ -49,7 +50,7 @@ endif
 
 export PG_CONFIG
 
-.PHONY: deps demo test lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
+.PHONY: deps demo test matrix lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
 	memcheck growthcheck bench
 
 deps:
@@ -60,10 +61,19 @@ demo: deps
 	$(MAKE) install
 	test/scripts/with-cluster.sh test/scripts/demo.sh
 
+# Every suite on Debian's 15, then make matrix; fails if either failed.
 test: deps
 	$(MAKE) all
 	$(MAKE) install
-	test/scripts/with-cluster.sh test/scripts/run-tests.sh
+	rc=0; test/scripts/with-cluster.sh test/scripts/run-tests.sh || rc=1; \
+	test/scripts/matrix.sh $(MATRIX_VERSIONS) || rc=1; exit $$rc
+
+# PostgreSQL 15-19: build each missing server once (cache outside the clone),
+# then per version the extension, pg_regress, isolation, pgTAP, Perl TAP, and
+# pg_upgrade from 15 for 18 and 19 (test/scripts/matrix.sh).
+MATRIX_VERSIONS = 15 16 17 18 19
+matrix: deps
+	test/scripts/matrix.sh $(MATRIX_VERSIONS)
 
 regresscheck:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)

@@ -17,6 +17,7 @@ packages=(
   sqlsmith                          # test/t/008_fuzz.pl
   libasan8 libubsan1                # make memcheck
   gnuplot-nox                       # make bench (the plot)
+  bison flex libssl-dev libzstd-dev liblz4-dev libreadline-dev zlib1g-dev  # make matrix: PostgreSQL 16-19 from source
 )
 
 missing=()

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# build-server.sh MAJOR
+#
+# Print the pg_config of a PostgreSQL server of major version MAJOR, building
+# the server first if it is not in the cache yet.
+#
+#   15      Debian's packages (/usr/lib/postgresql/15), never built here
+#   16..19  built from the vendored source tarball (see sources below) into
+#           $SB_PG_CACHE/pgMAJOR, once per machine: later runs reuse it
+#
+# A build is reused only if its stamp file names the same tarball (by
+# checksum) and the same configure options; anything else is rebuilt.  The
+# cache lives outside the clone so that fresh clones share it:
+#
+#   SB_PG_CACHE    cache directory (default /var/cache/sandbox_store when
+#                  writable, else ~/.cache/sandbox_store)
+#   SB_VENDOR_DIR  where the tarballs are (default: ../shared/vendor next to
+#                  the repository, else /work/shared/vendor)
+#
+# Building takes 4-5 minutes per version on two cores.  Progress goes to
+# stderr, the build log to $SB_PG_CACHE/pgMAJOR.log; only the pg_config path
+# goes to stdout.
+set -euo pipefail
+
+major=${1:?usage: build-server.sh MAJOR}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+
+case $major in
+15)
+  pgc=/usr/lib/postgresql/15/bin/pg_config
+  [ -x "$pgc" ] || { echo "build-server: $pgc missing (make deps installs postgresql-server-dev-15)" >&2; exit 1; }
+  echo "$pgc"
+  exit 0
+  ;;
+16) tarball=postgresql-16beta2.tar.gz ;;
+17) tarball=postgresql-17beta2.tar.gz ;;
+18) tarball=postgresql-18.6.tar.bz2 ;;
+19) tarball=postgresql-19beta1.tar.gz ;;
+*) echo "build-server: no source for PostgreSQL $major (supported: 15 16 17 18 19)" >&2; exit 1 ;;
+esac
+
+if [ -n "${SB_PG_CACHE:-}" ]; then
+  cache=$SB_PG_CACHE
+elif mkdir -p /var/cache/sandbox_store 2>/dev/null && [ -w /var/cache/sandbox_store ]; then
+  cache=/var/cache/sandbox_store
+else
+  cache=$HOME/.cache/sandbox_store
+fi
+mkdir -p "$cache"
+
+vendor=${SB_VENDOR_DIR:-}
+if [ -z "$vendor" ]; then
+  for d in "$top/../shared/vendor" /work/shared/vendor; do
+    [ -f "$d/$tarball" ] && { vendor=$(cd "$d" && pwd); break; }
+  done
+fi
+
+prefix=$cache/pg$major
+configure_opts=(--prefix="$prefix" --without-icu --with-openssl --with-lz4 --with-zstd --enable-tap-tests)
+stamp=$prefix/.sandbox_store-build
+
+if [ -n "$vendor" ] && [ -f "$vendor/$tarball" ]; then
+  want="$tarball $(sha256sum "$vendor/$tarball" | cut -d' ' -f1) ${configure_opts[*]}"
+elif [ -f "$stamp" ] && [ -x "$prefix/bin/pg_config" ]; then
+  # No source here, but a finished build of it is: use that.
+  echo "$prefix/bin/pg_config"
+  exit 0
+else
+  echo "build-server: $tarball not found (set SB_VENDOR_DIR) and no cached build in $prefix" >&2
+  exit 1
+fi
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$prefix/bin/pg_config" ]; then
+  echo "$prefix/bin/pg_config"
+  exit 0
+fi
+
+# Build tools (bison and flex only matter for trees without generated files).
+missing=()
+for p in bison flex libssl-dev libzstd-dev liblz4-dev libreadline-dev zlib1g-dev libipc-run-perl; do
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+  [[ $status == ii* ]] || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "build-server: run as root to install ${missing[*]}" >&2; exit 1; }
+  echo "build-server: installing ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+log=$cache/pg$major.log
+build=$(mktemp -d "${TMPDIR:-/tmp}/sb_pgbuild.XXXXXX")
+trap 'rm -rf "$build"' EXIT
+echo "build-server: building PostgreSQL $major from $tarball into $prefix (log: $log)" >&2
+start=$SECONDS
+rm -rf "$prefix"
+{
+  tar xf "$vendor/$tarball" -C "$build" --strip-components=1
+  cd "$build"
+  ./configure "${configure_opts[@]}"
+  make -j"$(nproc)"
+  make install
+  make -C contrib install
+  make -C src/test/isolation install
+} >"$log" 2>&1 || { echo "build-server: build of PostgreSQL $major failed; last lines of $log:" >&2; tail -20 "$log" >&2; exit 1; }
+echo "$want" >"$stamp"
+echo "build-server: PostgreSQL $major built in $((SECONDS - start)) s" >&2
+echo "$prefix/bin/pg_config"

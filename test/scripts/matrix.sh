@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# matrix.sh [MAJOR...]
+#
+# Build, install and test sandbox_store on every supported PostgreSQL major
+# (default: 15 16 17 18 19).  For each version:
+#
+#   1. its server: Debian's for 15, else built once from the vendored source
+#      into a cache outside the clone (build-server.sh);
+#   2. the extension, built -Werror from a private copy of this tree and
+#      installed into that server;
+#   3. pgTAP's SQL files copied from Debian's postgresql-15-pgtap if that
+#      server has none (pgTAP is plain SQL and PL/pgSQL);
+#   4. on a throwaway cluster of that version (with-cluster.sh):
+#      pg_regress, isolation, pgTAP and the Perl TAP suites (version-suites.sh);
+#   5. for 18 and 19: pg_upgrade and dump/restore from a 15 cluster
+#      (test/upgrade/pg_upgrade.pl).
+#
+# One line per version, then "matrix: N passed, N failed"; exit status 1 if
+# any version failed.  Outputs of a failed version are kept and named.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+versions=("$@")
+[ ${#versions[@]} -gt 0 ] || versions=(15 16 17 18 19)
+as_postgres=()
+[ "$(id -u)" = 0 ] && as_postgres=(runuser -u postgres --)
+
+passed=0 failed=0 lines=()
+work=$(mktemp -d "${TMPDIR:-/tmp}/sb_matrix.XXXXXX")
+chmod 755 "$work"
+
+# Copy the tree without build outputs, so each version compiles from scratch.
+copy_tree() {
+  mkdir -p "$1"
+  (cd "$top" && tar cf - --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+    --exclude=./results --exclude=./output_iso --exclude=./tmp_check \
+    --exclude=./clients/typescript/node_modules --exclude=./clients/typescript/dist .) |
+    tar xf - -C "$1"
+}
+
+run_version() {
+  local major=$1 dir=$work/pg$1 pgc bindir sharedir ver
+  pgc=$("$top/test/scripts/build-server.sh" "$major") || { echo "no server"; return 1; }
+  bindir=$("$pgc" --bindir) sharedir=$("$pgc" --sharedir)
+  ver=$("$pgc" --version)
+  echo "matrix: $ver ($pgc)" >&2
+  copy_tree "$dir"
+  make -C "$dir" -s PG_CONFIG="$pgc" all install >"$dir/build.log" 2>&1 ||
+    { cat "$dir/build.log" >&2; echo "extension build failed"; return 1; }
+  if [ ! -f "$sharedir/extension/pgtap.control" ]; then
+    cp /usr/share/postgresql/15/extension/pgtap* "$sharedir/extension/" ||
+      { echo "no pgTAP to copy"; return 1; }
+  fi
+  PG_CONFIG=$pgc "$dir/test/scripts/with-cluster.sh" test/scripts/version-suites.sh >&2 ||
+    { echo "suites failed"; return 1; }
+  if [ "$major" -ge 18 ]; then
+    chown -R postgres: "$dir" 2>/dev/null || true
+    (cd "$dir" && "${as_postgres[@]}" env SB_OLD_BINDIR=/usr/lib/postgresql/15/bin SB_NEW_BINDIR="$bindir" \
+      make --no-print-directory tapcheck PG_CONFIG="$pgc" PROVE_TESTS=test/upgrade/pg_upgrade.pl) >&2 ||
+      { echo "pg_upgrade from 15 failed"; return 1; }
+  fi
+  echo "$ver"
+}
+
+for major in "${versions[@]}"; do
+  start=$SECONDS
+  echo "=== matrix: PostgreSQL $major"
+  if out=$(run_version "$major"); then
+    passed=$((passed + 1))
+    line="matrix: PostgreSQL $major: ok ($(echo "$out" | tail -1), $((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1))
+    line="matrix: PostgreSQL $major: FAILED: $(echo "$out" | tail -1) ($((SECONDS - start)) s; outputs in $work/pg$major)"
+  fi
+  echo "$line"
+  lines+=("$line")
+done
+
+echo "=== matrix summary"
+printf '%s\n' "${lines[@]}"
+echo "matrix: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && rm -rf "$work"
+[ "$failed" -eq 0 ]
