@@ -11,12 +11,19 @@
 #   sqlstate_of($node, $sql)  'ok', or the SQLSTATE of the error $sql raised
 #   kill9_and_start($node)    SIGKILL the postmaster, wait until it and every
 #                             child are gone, start again (a real crash)
+#
+# It also evens out one difference between the PostgreSQL versions make
+# matrix runs on: the BackgroundPsql of 16beta2 and 17beta2 returns a query's
+# output with a trailing newline, where the 15.x and 18 releases (and 19beta1)
+# strip it.  Loading this module makes query() and query_safe() strip it on
+# every version, so tests compare the same text everywhere.
 package SandboxStoreTest;
 
 use strict;
 use warnings FATAL => 'all';
 
 use Exporter 'import';
+use PostgreSQL::Test::BackgroundPsql;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
@@ -25,6 +32,16 @@ our @EXPORT = qw(lit $EXT_LOCKS sqlstate_of kill9_and_start);
 
 # The extension's advisory locks use their own lock-tag class (objsubid).
 our $EXT_LOCKS = q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314};
+
+{
+	no warnings 'redefine';
+	my $query = \&PostgreSQL::Test::BackgroundPsql::query;
+	*PostgreSQL::Test::BackgroundPsql::query = sub {
+		my ($output, $ret) = $query->(@_);
+		$output =~ s/\n\z// if defined $output;
+		return wantarray ? ($output, $ret) : $output;
+	};
+}
 
 sub lit
 {

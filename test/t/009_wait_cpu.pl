@@ -16,9 +16,12 @@
 use strict;
 use warnings FATAL => 'all';
 
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
 use POSIX ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SandboxStoreTest;
 use Test::More;
 use Time::HiRes qw(time);
 
