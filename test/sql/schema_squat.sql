@@ -21,7 +21,11 @@ RESET ROLE;
 \set VERBOSITY sqlstate
 CREATE EXTENSION sandbox_store;
 \set VERBOSITY default
+-- (Without CONTEXT: PostgreSQL 16 and later print the script's statement
+-- there, 15 only the PL/pgSQL line.)
+\set SHOW_CONTEXT never
 CREATE EXTENSION sandbox_store;
+\set SHOW_CONTEXT errors
 SELECT count(*) AS extensions FROM pg_extension WHERE extname = 'sandbox_store';
 DROP SCHEMA sandbox_store;
 DO $$ BEGIN EXECUTE format('REVOKE CREATE ON DATABASE %I FROM sq_mallory', current_database()); END $$;

@@ -57,9 +57,12 @@ BEGIN;
 SELECT sandbox_store.sandbox_lock('up/1', wait => '0'), sandbox_store.sandbox_try_lock('up/2');
 COMMIT;
 SELECT sandbox_store.sandbox_lock_id('up/1') = sandbox_store.sandbox_lock_id('up/1') AS lock_id;
--- 1.0 has no lease mode and none of the new functions.
+-- 1.0 has no lease mode and none of the new functions.  (Terse: the hint
+-- PostgreSQL adds to "does not exist" changed in 19.)
+\set VERBOSITY terse
 SELECT * FROM sandbox_store.sandbox_ensure('up/1', 'run-4', lease => '1 minute');
 SELECT sandbox_store.sandbox_lock_holder('up/1');
+\set VERBOSITY default
 RESET ROLE;
 SELECT to_regclass('sandbox_store.leases') AS leases, to_regclass('sandbox_store.claims') AS claims;
 
@@ -315,8 +318,13 @@ SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
 CREATE TEMP TABLE fresh_catalog AS SELECT * FROM pg_temp.sb_catalog() AS item;
 CREATE TEMP TABLE fresh_privileges AS SELECT * FROM pg_temp.sb_privileges();
 
--- What was compared (lines per kind), the same on both sides ...
-SELECT kind, u.n AS upgraded, f.n AS fresh
+-- What was compared (lines per kind), the same on both sides ...  The
+-- number of lines of some kinds depends on the PostgreSQL version and is not
+-- printed: 17 and later record row and array types as members (more member,
+-- type and dependency lines), 18 keeps NOT NULL constraints in pg_constraint
+-- (more constraint lines).  Every line is compared all the same.
+SELECT kind, u.n = f.n AS same,
+       CASE WHEN kind IN ('constraint', 'dependency', 'member', 'type') THEN NULL ELSE f.n END AS fresh
   FROM (SELECT split_part(item, ':', 1) AS kind, count(*) AS n FROM upgraded_catalog GROUP BY 1) u
   FULL JOIN (SELECT split_part(item, ':', 1) AS kind, count(*) AS n FROM fresh_catalog GROUP BY 1) f
  USING (kind) ORDER BY kind;
@@ -339,7 +347,10 @@ SELECT * FROM upgraded_privileges WHERE source = 'acl';
 -- the carried-over grants are the admin's, not the extension's, so pg_dump
 -- must dump them (and a restore, which runs a fresh CREATE EXTENSION, must
 -- get them back).
-SELECT count(*) AS initprivs FROM fresh_privileges WHERE source = 'initprivs';
+-- (Counted without MAINTAIN, which PostgreSQL 17 and later add to the
+-- owner's privileges on tables and views.)
+SELECT count(*) AS initprivs FROM fresh_privileges
+ WHERE source = 'initprivs' AND privilege <> 'MAINTAIN';
 (SELECT * FROM upgraded_privileges WHERE source = 'initprivs'
  EXCEPT ALL
  SELECT * FROM fresh_privileges WHERE source = 'initprivs') ORDER BY 2, 3, 4;
