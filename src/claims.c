@@ -13,12 +13,16 @@
  * every other ensure, lock, claim and delete of the key waits for it, by
  * polling on the latch with backoff (there is no transaction to wait on).
  *
- * Fences come from the sequence sandbox_store.fence_seq, so they strictly
- * increase per key (and across keys) forever: across release, expiry,
- * delete and re-create, crash restart (sequences never hand out a logged
- * value twice) and dump/restore (the sequence is dumped).  The leases row
- * of a key is never deleted, so it always holds the newest fence the key
- * was given: a fenced write with a smaller fence is refused with SB001.
+ * A key's new fence is the larger of its newest fence plus one and the next
+ * value of the sequence sandbox_store.fence_seq.  The first makes fences
+ * strictly increase per key by construction, whatever the sequence does:
+ * set back by an admin, or a node's own range on a distributed cluster
+ * after the key's row moved there.  The second keeps them increasing across
+ * keys on one server, as before 1.4, and across crash restart (sequences
+ * never hand out a logged value twice) and dump/restore (the sequence and
+ * the rows are dumped).  The leases row of a key is never deleted, so it
+ * always holds the newest fence the key was given: a fenced write with a
+ * smaller fence is refused with SB001.
  *
  * Claims are taken, retired, renewed and released only under the key's
  * advisory lock, so a claim seen under the lock cannot change until it is
@@ -49,6 +53,7 @@
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #define FENCE_NEXTVAL "pg_catalog.nextval('sandbox_store.fence_seq'::pg_catalog.regclass)"
 
@@ -61,47 +66,55 @@
 #define CLAIM_COL_EXPIRES 3
 #define CLAIM_COL_LIVE    4
 
+/*
+ * The claim statements take the server's clock (clock_timestamp() when the
+ * call reads it) as a parameter, $now below, rather than calling
+ * clock_timestamp() themselves: citus runs no volatile function in the
+ * WHERE of an ON CONFLICT on a distributed table.  Same clock, same moment.
+ */
+
 /* The key's claim, if a token is set; live tells whether it has not expired. */
 static SbStatement claim_probe = {
 	"SELECT fence, owner_token, lease_expires_at,"
-	" lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() AS live"
+	" lease_expires_at OPERATOR(pg_catalog.>) $2 AS live"
 	" FROM sandbox_store.leases"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL",
-	1,
-	{TEXTOID},
+	2,
+	{TEXTOID, TIMESTAMPTZOID},
 	SPI_OK_SELECT};
 
-/* Take the key's claim unless a live one holds it. */
+/* Take the key's claim unless a live one holds it ($3: now). */
 static SbStatement claim_take = {
 	"INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)"
-	" VALUES ($1, " FENCE_NEXTVAL ", pg_catalog.gen_random_uuid(),"
-	" pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2)"
-	" ON CONFLICT (key) DO UPDATE SET fence = EXCLUDED.fence,"
+	" VALUES ($1, " FENCE_NEXTVAL ", pg_catalog.gen_random_uuid(), $3 OPERATOR(pg_catalog.+) $2)"
+	" ON CONFLICT (key) DO UPDATE"
+	" SET fence = GREATEST(l.fence OPERATOR(pg_catalog.+) 1, EXCLUDED.fence),"
 	" owner_token = EXCLUDED.owner_token, lease_expires_at = EXCLUDED.lease_expires_at"
-	" WHERE l.owner_token IS NULL"
-	" OR l.lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()"
+	" WHERE l.owner_token IS NULL OR l.lease_expires_at OPERATOR(pg_catalog.<=) $3"
 	" RETURNING fence, owner_token, lease_expires_at",
-	2,
-	{TEXTOID, INTERVALOID},
+	3,
+	{TEXTOID, INTERVALOID, TIMESTAMPTZOID},
 	SPI_OK_INSERT_RETURNING};
 
-/* End an expired claim, with a new fence so its holder is fenced off. */
+/* End an expired claim, with a new fence so its holder is fenced off ($2: now). */
 static SbStatement claim_retire = {
-	"UPDATE sandbox_store.leases SET fence = " FENCE_NEXTVAL ","
+	"UPDATE sandbox_store.leases"
+	" SET fence = GREATEST(fence OPERATOR(pg_catalog.+) 1, " FENCE_NEXTVAL "),"
 	" owner_token = NULL, lease_expires_at = NULL"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL"
-	" AND lease_expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
-	1,
-	{TEXTOID},
+	" AND lease_expires_at OPERATOR(pg_catalog.<=) $2",
+	2,
+	{TEXTOID, TIMESTAMPTZOID},
 	SPI_OK_UPDATE};
 
+/* Extend a claim to now ($4) + lease. */
 static SbStatement claim_renew = {
 	"UPDATE sandbox_store.leases"
-	" SET lease_expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3"
+	" SET lease_expires_at = $4 OPERATOR(pg_catalog.+) $3"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token OPERATOR(pg_catalog.=) $2"
 	" RETURNING lease_expires_at",
-	3,
-	{TEXTOID, UUIDOID, INTERVALOID},
+	4,
+	{TEXTOID, UUIDOID, INTERVALOID, TIMESTAMPTZOID},
 	SPI_OK_UPDATE_RETURNING};
 
 static SbStatement claim_release = {
@@ -195,12 +208,14 @@ read_claim(SbClaim *claim)
 SbClaimState
 sb_claim_state(const text *key, SbClaim *claim)
 {
-	Datum arg = PointerGetDatum(key);
+	Datum args[2];
 	SbClaimState state = CLAIM_NONE;
 
 	if (!sb_claims_enabled())
 		return CLAIM_NONE;
-	if (sb_spi_execute(&claim_probe, &arg, NULL, false, GetLatestSnapshot()) > 0)
+	args[0] = PointerGetDatum(key);
+	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	if (sb_spi_execute(&claim_probe, args, NULL, false, GetLatestSnapshot()) > 0)
 	{
 		bool live = DatumGetBool(sb_spi_value(SPI_tuptable, 0, CLAIM_COL_LIVE, "live"));
 
@@ -214,10 +229,12 @@ sb_claim_state(const text *key, SbClaim *claim)
 bool
 sb_retire_claim(const text *key)
 {
-	Datum arg = PointerGetDatum(key);
+	Datum args[2];
 	bool retired;
 
-	retired = sb_spi_execute(&claim_retire, &arg, NULL, false, InvalidSnapshot) > 0;
+	args[0] = PointerGetDatum(key);
+	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	retired = sb_spi_execute(&claim_retire, args, NULL, false, InvalidSnapshot) > 0;
 
 	/*
 	 * Under the key's lock nobody else can change the claim, so a retire that
@@ -284,11 +301,12 @@ flush_fences(void)
 bool
 sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 {
-	Datum args[2];
+	Datum args[3];
 	bool taken;
 
 	args[0] = PointerGetDatum(key);
 	args[1] = PointerGetDatum(lease);
+	args[2] = TimestampTzGetDatum(GetCurrentTimestamp());
 	taken = sb_spi_execute(&claim_take, args, NULL, false, InvalidSnapshot) > 0;
 	if (!taken)
 		return false;
@@ -406,12 +424,13 @@ sb_check_fence(const text *key, int64 fence)
 bool
 sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease, TimestampTz *expires)
 {
-	Datum args[3];
+	Datum args[4];
 	bool renewed;
 
 	args[0] = PointerGetDatum(key);
 	args[1] = UUIDPGetDatum(token);
 	args[2] = IntervalPGetDatum(lease);
+	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
 	renewed = sb_spi_execute(&claim_renew, args, NULL, false, InvalidSnapshot) > 0;
 	if (renewed)
 		*expires = DatumGetTimestampTz(sb_spi_value(SPI_tuptable, 0, 1, "lease_expires_at"));
