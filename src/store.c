@@ -41,14 +41,23 @@ PG_FUNCTION_INFO_V1(sandbox_list);
 	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, "                          \
 	"latest_run_id, updated_at"
 
-/* The record of a key, and its ctid. */
+/* The record of a key. */
+static SbStatement record_stmt = {"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
+								  " WHERE key OPERATOR(pg_catalog.=) $1",
+								  1,
+								  {TEXTOID},
+								  SPI_OK_SELECT};
+
+/*
+ * The same with its ctid, and row-locked with its ctid: the REPEATABLE READ
+ * check (lookup_current).  A distributed table has no ctid to select.
+ */
 static SbStatement lookup_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
 								  " WHERE key OPERATOR(pg_catalog.=) $1",
 								  1,
 								  {TEXTOID},
 								  SPI_OK_SELECT};
 
-/* The same, row-locked: waits for a transaction deleting or replacing it. */
 static SbStatement lock_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 								1,
@@ -135,6 +144,23 @@ copy_record(SbRecord *rec)
 	}
 }
 
+/*
+ * With citus installed, the check of lookup_current cannot be made: a
+ * distributed table has no ctid, and citus gives no snapshot across nodes
+ * for REPEATABLE READ to mean what it means on one server.
+ */
+static void
+report_snapshot_isolation_on_citus(void)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+		 errmsg("sandbox_store does not support REPEATABLE READ or SERIALIZABLE with citus"),
+		 errdetail(
+			 "With citus installed, writes and ensures of sandbox_store run only at READ COMMITTED."),
+		 errhint("Call it in a READ COMMITTED transaction.")));
+}
+
 /* The ctid lookup_stmt and lock_stmt select after the record columns. */
 static ItemPointerData
 result_ctid(void)
@@ -163,9 +189,13 @@ result_ctid(void)
 static bool
 lookup_current(Datum key)
 {
-	bool newest = sb_spi_execute(&lock_stmt, &key, NULL, false, GetLatestSnapshot()) > 0;
+	bool newest;
 	ItemPointerData newest_ctid;
 	bool seen;
+
+	if (sb_relations()->citus)
+		report_snapshot_isolation_on_citus();
+	newest = sb_spi_execute(&lock_stmt, &key, NULL, false, GetLatestSnapshot()) > 0;
 
 	if (newest)
 		newest_ctid = result_ctid();
@@ -222,7 +252,7 @@ sb_store_lookup(const text *key, SbRecord *out)
 	Datum arg = PointerGetDatum(key);
 	bool found = IsolationUsesXactSnapshot()
 					 ? lookup_current(arg)
-					 : sb_spi_execute(&lookup_stmt, &arg, NULL, false, InvalidSnapshot) > 0;
+					 : sb_spi_execute(&record_stmt, &arg, NULL, false, InvalidSnapshot) > 0;
 
 	if (found)
 		copy_record(out);
