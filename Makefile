@@ -24,7 +24,7 @@ PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 # scripts).  pg_regress: test/sql/<name>.sql against test/expected/<name>.out;
 # each test starts from a fresh extension (test/sql/include/fresh.sql), so
 # they do not depend on their order.
-REGRESS = setup store ensure errors security leases boundaries admin_columns row_security schema_squat direct hot upgrade
+REGRESS = setup store ensure errors security leases fences distribute boundaries admin_columns row_security schema_squat direct hot upgrade
 REGRESS_OPTS = --inputdir=test
 # pg_isolation_regress: test/specs/<name>.spec against test/expected/<name>.out.
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
@@ -50,7 +50,7 @@ endif
 
 export PG_CONFIG
 
-.PHONY: deps demo test matrix lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
+.PHONY: deps demo test matrix citus-check lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
 	memcheck growthcheck bench
 
 deps:
@@ -65,6 +65,7 @@ demo: deps
 test: deps
 	$(MAKE) all
 	$(MAKE) install
+	test/scripts/build-citus.sh
 	rc=0; test/scripts/with-cluster.sh test/scripts/run-tests.sh || rc=1; \
 	test/scripts/matrix.sh $(MATRIX_VERSIONS) || rc=1; exit $$rc
 
@@ -106,6 +107,11 @@ bench: deps
 	$(MAKE) all
 	$(MAKE) install
 	test/scripts/with-cluster.sh bench/run.sh
+
+# sandbox_store on a real citus cluster (coordinator and two workers); needs
+# citus in PostgreSQL 15 (test/scripts/build-citus.sh, run by make test).
+citus-check:
+	$(MAKE) --no-print-directory tapcheck PROVE_TESTS=test/citus/citus.pl
 
 # The TypeScript client (clients/typescript): npm ci, tsc, node --test.
 clientcheck:

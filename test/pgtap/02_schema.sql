@@ -6,7 +6,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(91);
+SELECT plan(93);
 
 -- The table ---------------------------------------------------------------
 
@@ -108,8 +108,10 @@ SELECT col_type_is('sandbox_store', 'claims', 'lease_expires_at', 'timestamp wit
 SELECT functions_are('sandbox_store',
     ARRAY['sandbox_upsert', 'sandbox_get', 'sandbox_delete', 'sandbox_list', 'sandbox_ensure',
           'sandbox_lock', 'sandbox_try_lock', 'sandbox_lock_id', 'sandbox_renew',
-          'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim'],
-    'schema sandbox_store has exactly the thirteen functions of 1.1');
+          'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim', 'distribute'],
+    'schema sandbox_store has exactly the thirteen functions of 1.1 and distribute (1.3)');
+SELECT has_function('sandbox_store', 'distribute', ARRAY[]::text[], 'distribute() exists');
+SELECT function_returns('sandbox_store', 'distribute', ARRAY[]::text[], 'void', 'distribute returns void');
 
 SELECT has_function('sandbox_store', 'sandbox_upsert',
     ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone', 'bigint'],
