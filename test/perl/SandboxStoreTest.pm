@@ -11,6 +11,7 @@
 #   sqlstate_of($node, $sql)  'ok', or the SQLSTATE of the error $sql raised
 #   kill9_and_start($node)    SIGKILL the postmaster, wait until it and every
 #                             child are gone, start again (a real crash)
+#   kill9($node), start_after_kill9($node)   the same in two steps
 #
 # It also evens out one difference between the PostgreSQL versions make
 # matrix runs on: the BackgroundPsql of 16beta2 and 17beta2 returns a query's
@@ -28,7 +29,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(lit $EXT_LOCKS sqlstate_of kill9_and_start);
+our @EXPORT = qw(lit $EXT_LOCKS sqlstate_of kill9_and_start kill9 start_after_kill9);
 
 # The extension's advisory locks use their own lock-tag class (objsubid).
 our $EXT_LOCKS = q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314};
@@ -61,6 +62,15 @@ sub sqlstate_of
 sub kill9_and_start
 {
 	my ($node) = @_;
+	kill9($node);
+	start_after_kill9($node);
+	return;
+}
+
+# kill -9 the postmaster and wait until it and every child are gone.
+sub kill9
+{
+	my ($node) = @_;
 	my $pm_pid = (split /\n/, slurp_file($node->data_dir . '/postmaster.pid'))[0];
 	my @pids = ($pm_pid, split /\n/, $node->safe_psql('postgres', 'SELECT pid FROM pg_catalog.pg_stat_activity'));
 	note "kill -9 postmaster $pm_pid; children: @pids[1..$#pids]";
@@ -79,6 +89,13 @@ sub kill9_and_start
 		  if time() > $deadline;
 		usleep(100_000);
 	}
+	return;
+}
+
+# Start a server kill9() killed.
+sub start_after_kill9
+{
+	my ($node) = @_;
 	# As PostgreSQL's src/test/recovery/t/017_shm.pl does: retry while the
 	# old shared memory or lock file is still seen as in use.
 	for (1 .. 10 * $PostgreSQL::Test::Utils::timeout_default)

@@ -11,6 +11,7 @@ suites=(
   "pgtap:make --no-print-directory pgtapcheck"
   "stress:make --no-print-directory stresscheck"
   "tap:make --no-print-directory tapcheck"
+  "citus:make --no-print-directory citus-check"
   "client:make --no-print-directory clientcheck"
   "bench-smoke:env BENCH_SMOKE=1 bench/run.sh"
   "growth:make --no-print-directory growthcheck"

@@ -1,0 +1,307 @@
+# test/citus/citus.pl: sandbox_store on a real citus cluster.
+#
+# A coordinator and two workers (Debian's PostgreSQL 15 with citus 13.2.2,
+# which test/scripts/build-citus.sh builds once from the vendored source),
+# connected over TCP on 127.0.0.1.  sandbox_store is created on the
+# coordinator (citus installs it on the workers) and distributed with
+# sandbox_store.distribute().  Then:
+#
+#   - distribute() is idempotent, colocates both tables by key, and leaves
+#     instances.key text on every node;
+#   - the store contract through the coordinator and through each worker:
+#     upsert, get, list, ensure (create, resume, recreate), lock and lease
+#     mode, fenced writes, claim/renew/release, delete, lock_holder, the
+#     claims view, reap;
+#   - fences per key after the key's shard moves to the other worker: the
+#     next fence is above the last, the old holder is refused (SB001), even
+#     with the new node's fence sequence far behind;
+#   - concurrent lease-mode ensures of one new key, spread over the three
+#     nodes: exactly one create;
+#   - concurrent lock-mode ensure-then-upsert transactions, likewise;
+#   - kill -9 of the worker holding a key's shard: calls for that key fail
+#     with an error, keys on the other worker keep working; after restart
+#     everything is there;
+#   - the way back to plain tables on the coordinator (undistribute_table
+#     refuses an extension's tables).
+
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SandboxStoreTest;
+use IPC::Run ();
+use Test::More;
+
+my $pgc = $ENV{PG_CONFIG} // 'pg_config';
+my $sharedir = `$pgc --sharedir`;
+chomp $sharedir;
+plan skip_all => "citus is not installed ($sharedir/extension/citus.control; make test builds it as root)"
+  unless -f "$sharedir/extension/citus.control";
+
+my @nodes;
+for my $name (qw(coordinator worker1 worker2))
+{
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf(
+		'postgresql.conf', q{
+shared_preload_libraries = 'citus'
+listen_addresses = '127.0.0.1'
+citus.node_conninfo = 'sslmode=disable'
+max_prepared_transactions = 20
+citus.shard_count = 8
+citus.node_connection_timeout = 5000
+});
+	$node->append_conf('pg_hba.conf', "host all all 127.0.0.1/32 trust\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
+	push @nodes, $node;
+}
+my ($coord, $w1, $w2) = @nodes;
+$coord->safe_psql('postgres',
+	"SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ')');
+$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for ($w1, $w2);
+$coord->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
+
+# distribute(): twice, the second time a no-op.
+$coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
+$coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
+is( $coord->safe_psql(
+		'postgres', q{
+SELECT string_agg(logicalrelid::text || ' ' || partmethod::text, ', ' ORDER BY logicalrelid::text),
+       count(DISTINCT colocationid)
+  FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'}),
+	'sandbox_store.instances h, sandbox_store.leases h|1',
+	'distribute() hash-distributes both tables in one colocation group (run twice)');
+is( $coord->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM pg_dist_object
+ WHERE classid = 'pg_proc'::regclass AND distribution_argument_index = 0
+   AND objid::regproc::text LIKE 'sandbox_store.%'}),
+	'10', 'distribute() delegates the ten single-key functions by their key');
+for my $node (@nodes)
+{
+	is( $node->safe_psql(
+			'postgres', q{
+SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'sandbox_store.instances'::regclass AND attname = 'key'}),
+		'text', $node->name . ': instances.key is text');
+}
+
+# Where a key's shard lives.
+sub node_of
+{
+	my ($key) = @_;
+	my $port = $coord->safe_psql(
+		'postgres', qq{
+SELECT nodeport FROM pg_dist_shard_placement
+ WHERE shardid = get_shard_id_for_distribution_column('sandbox_store.instances', @{[lit($key)]})});
+	my ($node) = grep { $_->port == $port } @nodes;
+	return $node;
+}
+
+# The contract through each node.
+for my $via (@nodes)
+{
+	my $n = $via->name;
+	my $out = $via->safe_psql(
+		'postgres', qq{
+SELECT key FROM sandbox_store.sandbox_upsert('$n/a', 'e2b', 'sbx-a', 't-$n');
+SELECT provider_sandbox_id FROM sandbox_store.sandbox_get('$n/a');
+SELECT count(*) FROM sandbox_store.sandbox_list('t-$n');
+SELECT action || ' ' || coalesce(provider_sandbox_id, '-') FROM sandbox_store.sandbox_ensure('$n/a', 'run-1');
+SELECT action FROM sandbox_store.sandbox_ensure('$n/b', 'run-1');
+SELECT action FROM sandbox_store.sandbox_ensure('$n/a', 'run-2', max_age => '0 s');
+SELECT sandbox_store.sandbox_delete('$n/a');
+SELECT count(*) FROM sandbox_store.sandbox_get('$n/a');
+});
+	is($out, "$n/a\nsbx-a\n1\nresume sbx-a\ncreate\nrecreate\nt\n0",
+		"$n: upsert, get, list, ensure (resume, create, recreate), delete");
+
+	$out = $via->safe_psql(
+		'postgres', qq{
+SELECT action FROM sandbox_store.sandbox_ensure('$n/l', 'run-1', lease => '1 hour');
+SELECT count(*) FROM sandbox_store.claims WHERE key = '$n/l';
+SELECT fence, owner_token FROM sandbox_store.claims WHERE key = '$n/l' \\gset
+SELECT key FROM sandbox_store.sandbox_upsert('$n/l', 'e2b', 'sbx-l', 't', fence => :fence);
+SELECT sandbox_store.sandbox_renew('$n/l', :'owner_token', '1 hour') > now();
+SELECT sandbox_store.sandbox_release('$n/l', :'owner_token');
+SELECT count(*) FROM sandbox_store.claims WHERE key = '$n/l';
+SELECT sandbox_store.sandbox_try_lock('$n/l');
+});
+	is($out, "create\n1\n$n/l\nt\nt\n0\nt", "$n: lease mode: claim, fenced upsert, renew, release, try_lock");
+	is(sqlstate_of($via, "SELECT sandbox_store.sandbox_upsert('$n/l', 'e2b', 'x', 't', fence => 1000000)"),
+		'SB001', "$n: a write with a fence never given for the key is refused");
+
+	# lock_holder: a transaction holding the key's lock, seen from here.
+	my $h = $via->background_psql('postgres');
+	$h->query_safe("BEGIN; SELECT sandbox_store.sandbox_lock('$n/h')");
+	my $pid = $h->query_safe('SELECT pg_backend_pid()');
+	# (A bare call: citus sends only a plain call to the key's node.)
+	my $holder = $via->safe_psql('postgres', "SELECT sandbox_store.sandbox_lock_holder('$n/h')");
+	like($holder, qr/^\d+$/, "$n: sandbox_lock_holder sees a backend holding the key ($holder)");
+	is(sqlstate_of($via, "SELECT sandbox_store.sandbox_lock('$n/h', wait => '0')"),
+		'55P03', "$n: another lock of the key is not obtained while it is held");
+	$h->query_safe('COMMIT');
+	$h->quit;
+}
+
+# REPEATABLE READ: refused with a clear error, not half-checked.
+is( sqlstate_of(
+		$coord,
+		"BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT * FROM sandbox_store.sandbox_ensure('rr/1', 'run-1'); COMMIT"),
+	'0A000',
+	'an ensure at REPEATABLE READ is refused with 0A000');
+
+# reap and list across shards, through the coordinator.
+$coord->safe_psql('postgres', q{
+SELECT count(*) FROM generate_series(1, 20) i,
+  sandbox_store.sandbox_upsert('reap/' || i, 'e2b', 'sbx', 't-reap', updated_at => now() - interval '2 days')});
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM sandbox_store.sandbox_list('t-reap')}),
+	'20', 'sandbox_list reads every shard');
+is( $coord->safe_psql(
+		'postgres', q{SELECT count(*) FROM sandbox_store.sandbox_reap('1 day', 100) WHERE key LIKE 'reap/%'}),
+	'20', 'sandbox_reap deletes idle records on every shard');
+is($coord->safe_psql('postgres', q{SELECT count(*) FROM sandbox_store.sandbox_list('t-reap')}),
+	'0', 'and they are gone');
+
+# Concurrent ensures of one new key, four sessions on each node at once.
+sub race
+{
+	my ($label, $sql_of) = @_;
+	my (@runs, @out, @err);
+	my $i = 0;
+	for my $node (@nodes)
+	{
+		for (1 .. 4)
+		{
+			my $k = $i++;
+			$out[$k] = $err[$k] = '';
+			push @runs,
+			  IPC::Run::start(
+				[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', $sql_of->($k) ],
+				'>', \$out[$k], '2>', \$err[$k]);
+		}
+	}
+	$_->finish for @runs;
+	my %actions;
+	for my $k (0 .. $#out)
+	{
+		my ($action) = $out[$k] =~ /^(create|resume|recreate)$/m;
+		$action //=
+		    $err[$k] =~ /could not lock sandbox key/ ? 'not obtained'
+		  : $err[$k] =~ /distributed deadlock/ ? 'deadlock'
+		  :                                          "error: $err[$k]";
+		$actions{$action}++;
+	}
+	return join(', ', map { "$_ $actions{$_}" } sort keys %actions);
+}
+
+is( race('lease',
+		sub { "SELECT action FROM sandbox_store.sandbox_ensure('race/lease', 'run-$_[0]', lease => '1 hour', wait => '0')" }),
+	'create 1, not obtained 11',
+	'lease mode: 12 concurrent ensures of a new key over 3 nodes, exactly one create');
+like( race(
+		'lock',
+		sub {
+			"BEGIN; SELECT action FROM sandbox_store.sandbox_ensure('race/lock', 'run-$_[0]');"
+			  . " SELECT pg_sleep(0.2);"
+			  . " SELECT FROM sandbox_store.sandbox_upsert('race/lock', 'e2b', 'sbx-$_[0]', 't'); COMMIT;";
+		}),
+	qr/^create 1, (deadlock \d+, )?resume \d+$/,
+	'lock mode: 12 concurrent ensure-then-upsert transactions over 3 nodes, exactly one create'
+	  . ' (citus may cancel a waiter as a distributed deadlock, 40P01: the app retries it)');
+
+# Fences per key across a shard move, with the new node's sequence behind.
+{
+	my $key = 'move/1';
+	my $from = node_of($key);
+	my ($to) = grep { $_ != $from && $_ != $coord } @nodes;
+	($to) = grep { $_ != $from } ($w1, $w2) unless $to;
+	my $fence = $coord->safe_psql('postgres',
+		"SELECT fence FROM sandbox_store.sandbox_claim('$key', '2 seconds')");
+	my $shard = $coord->safe_psql('postgres',
+		"SELECT get_shard_id_for_distribution_column('sandbox_store.instances', " . lit($key) . ')');
+	$coord->safe_psql('postgres',
+		    "SELECT citus_move_shard_placement($shard, '127.0.0.1', "
+		  . $from->port
+		  . ", '127.0.0.1', "
+		  . $to->port
+		  . ", shard_transfer_mode => 'block_writes')");
+	is(node_of($key)->port, $to->port, "the key's shard moved from " . $from->name . ' to ' . $to->name);
+	$to->safe_psql('postgres', "SELECT setval('sandbox_store.fence_seq', 1, false)");
+	is($coord->safe_psql('postgres', "SELECT count(*) FROM sandbox_store.claims WHERE key = '$key'"),
+		'1', 'the live claim moved with the shard');
+	is(sqlstate_of($coord, "SELECT * FROM sandbox_store.sandbox_claim('$key', '1 minute', wait => '0')"),
+		'55P03', 'and still excludes a new claim');
+	sleep 3;
+	my $next = $coord->safe_psql('postgres',
+		"SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 minute', wait => '0')");
+	cmp_ok($next, '>', $fence,
+		"after the move, with the new node's sequence set back, the next fence ($next) is above the last ($fence)");
+	is( sqlstate_of(
+			$w1, "SELECT sandbox_store.sandbox_upsert('$key', 'e2b', 'sbx', 't', fence => $fence)"),
+		'SB001',
+		'the old holder is refused');
+}
+
+# kill -9 of the worker holding a key's shard.
+{
+	my $key = 'crash/a';
+	my $victim = node_of($key);
+	my ($other) = grep { node_of($_)->port != $victim->port } map { "crash/o$_" } 1 .. 50;
+	$coord->safe_psql('postgres',
+		"SELECT FROM sandbox_store.sandbox_upsert('$key', 'e2b', 'sbx-a', 't-crash');"
+		  . " SELECT FROM sandbox_store.sandbox_upsert('$other', 'e2b', 'sbx-o', 't-crash')");
+	kill9($victim);
+	my ($ret, $out, $err) =
+	  $coord->psql('postgres', "SELECT action FROM sandbox_store.sandbox_ensure('$key', 'run-c')");
+	isnt($ret, 0, 'with its worker killed, a call for the key fails');
+	like($err, qr/connection|connect/i, '... with a connection error (' . (split /\n/, $err)[0] . ')');
+	is( $coord->safe_psql('postgres',
+			"SELECT action || ' ' || provider_sandbox_id FROM sandbox_store.sandbox_ensure('$other', 'run-c')"),
+		'resume sbx-o',
+		'a key on the other worker resumes meanwhile');
+	start_after_kill9($victim);
+	is( $coord->safe_psql('postgres',
+			"SELECT action || ' ' || provider_sandbox_id FROM sandbox_store.sandbox_ensure('$key', 'run-d')"),
+		'resume sbx-a',
+		'after the worker restarts, the key resumes its record');
+	is($coord->safe_psql('postgres', "SELECT count(*) FROM sandbox_store.sandbox_list('t-crash')"),
+		'2', 'nothing was lost');
+}
+
+# The way back.  citus's undistribute_table refuses tables an extension
+# owns, so: copy the rows out, drop and create the extension (citus drops
+# and creates it on the workers too), copy them back, and put the fence
+# sequence above every fence.
+my (undef, undef, $undist_err) = $coord->psql('postgres', "SELECT undistribute_table('sandbox_store.instances')");
+like($undist_err, qr/cannot alter table because an extension depends on it/,
+	'undistribute_table refuses a table of the extension');
+$coord->safe_psql(
+	'postgres', q{
+CREATE TABLE saved_instances AS
+  SELECT key::text AS key, provider::text AS provider, provider_sandbox_id::text AS provider_sandbox_id,
+         latest_snapshot_id::text AS latest_snapshot_id, thread_id::text AS thread_id,
+         latest_run_id::text AS latest_run_id, updated_at
+    FROM sandbox_store.instances;
+CREATE TABLE saved_leases AS SELECT * FROM sandbox_store.leases;
+DROP EXTENSION sandbox_store CASCADE;
+CREATE EXTENSION sandbox_store;
+INSERT INTO sandbox_store.instances SELECT * FROM saved_instances;
+INSERT INTO sandbox_store.leases SELECT * FROM saved_leases;
+SELECT setval('sandbox_store.fence_seq', (SELECT max(fence) FROM sandbox_store.leases));
+DROP TABLE saved_instances, saved_leases;
+});
+is($coord->safe_psql('postgres', "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'"),
+	'0', 'after the way back both tables are local');
+is( $coord->safe_psql('postgres',
+		"SELECT action || ' ' || provider_sandbox_id FROM sandbox_store.sandbox_ensure('crash/a', 'run-e')"),
+	'resume sbx-a', 'the coordinator resumes a record');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM sandbox_store.sandbox_list('t-crash')"),
+	'2', 'and lists every record');
+
+done_testing();
