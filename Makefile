@@ -50,7 +50,7 @@ endif
 
 export PG_CONFIG
 
-.PHONY: deps demo test matrix citus-check lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
+.PHONY: deps demo test matrix citus-check bench-citus lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
 	memcheck growthcheck bench
 
 deps:
@@ -112,6 +112,12 @@ bench: deps
 # citus in PostgreSQL 15 (test/scripts/build-citus.sh, run by make test).
 citus-check:
 	$(MAKE) --no-print-directory tapcheck PROVE_TESTS=test/citus/citus.pl
+
+# ensure and get through a citus coordinator and a worker vs one server.
+bench-citus: deps
+	$(MAKE) all
+	$(MAKE) install
+	bench/citus.sh
 
 # The TypeScript client (clients/typescript): npm ci, tsc, node --test.
 clientcheck:

@@ -18,9 +18,12 @@
 #   - concurrent lease-mode ensures of one new key, spread over the three
 #     nodes: exactly one create;
 #   - concurrent lock-mode ensure-then-upsert transactions, likewise;
+#   - a shard move waits for an open lock-mode transaction on one of its keys;
 #   - kill -9 of the worker holding a key's shard: calls for that key fail
 #     with an error, keys on the other worker keep working; after restart
 #     everything is there;
+#   - failover of a worker to its streaming standby (citus_update_node): the
+#     claim, the record and fences carry over, the old holder is refused;
 #   - the way back to plain tables on the coordinator (undistribute_table
 #     refuses an extension's tables).
 
@@ -45,9 +48,11 @@ my @nodes;
 for my $name (qw(coordinator worker1 worker2))
 {
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	$node->init(allows_streaming => 1);    # a worker gets a standby below
 	$node->append_conf(
 		'postgresql.conf', q{
+max_connections = 100
+shared_buffers = 16MB
 shared_preload_libraries = 'citus'
 listen_addresses = '127.0.0.1'
 citus.node_conninfo = 'sslmode=disable'
@@ -248,6 +253,45 @@ like( race(
 		'the old holder is refused');
 }
 
+# Lock mode across a shard move: the move waits for a transaction that
+# holds a key of the shard (its delegated call touched the shard), so no
+# second holder can get the key on the new node while the first is open.
+{
+	my $key = 'move/lock';
+	my $from = node_of($key);
+	my ($to) = grep { $_ != $from } ($w1, $w2);
+	my $shard = $coord->safe_psql('postgres',
+		"SELECT get_shard_id_for_distribution_column('sandbox_store.instances', " . lit($key) . ')');
+	my $holder = $coord->background_psql('postgres');
+	$holder->query_safe("BEGIN; SELECT action FROM sandbox_store.sandbox_ensure('$key', 'run-1')");
+	my ($move_out, $move_err) = ('', '');
+	my $move = IPC::Run::start(
+		[
+			'psql', '-XAtq', '-d', $coord->connstr('postgres'), '-c',
+			"SELECT citus_move_shard_placement($shard, '127.0.0.1', "
+			  . $from->port
+			  . ", '127.0.0.1', "
+			  . $to->port
+			  . ", shard_transfer_mode => 'block_writes')"
+		],
+		'>', \$move_out, '2>', \$move_err);
+	sleep 2;
+	is( $coord->safe_psql(
+			'postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT citus_move_shard_placement%'"
+		),
+		'1',
+		'the shard move waits while a lock-mode transaction holds a key of the shard');
+	$holder->query_safe("SELECT FROM sandbox_store.sandbox_upsert('$key', 'e2b', 'sbx-moved', 't'); COMMIT");
+	$holder->quit;
+	$move->finish;
+	is($move_err, '', 'the move completes once that transaction commits');
+	is(node_of($key)->port, $to->port, 'the key is on the new node');
+	is( $w1->safe_psql('postgres',
+			"SELECT action || ' ' || provider_sandbox_id FROM sandbox_store.sandbox_ensure('$key', 'run-2')"),
+		'resume sbx-moved', 'the next holder resumes what the first committed');
+}
+
 # kill -9 of the worker holding a key's shard.
 {
 	my $key = 'crash/a';
@@ -272,6 +316,38 @@ like( race(
 		'after the worker restarts, the key resumes its record');
 	is($coord->safe_psql('postgres', "SELECT count(*) FROM sandbox_store.sandbox_list('t-crash')"),
 		'2', 'nothing was lost');
+}
+
+# Failover of a worker to its standby: the key's claim, record and fences
+# carry over, and the old holder stays fenced off.
+{
+	my $key = 'failover/1';
+	my $primary = node_of($key);
+	$primary->backup('failover');
+	my $standby = PostgreSQL::Test::Cluster->new('standby');
+	$standby->init_from_backup($primary, 'failover', has_streaming => 1);
+	$standby->start;
+	$coord->safe_psql('postgres', "SELECT FROM sandbox_store.sandbox_upsert('$key', 'e2b', 'sbx-f', 't-f')");
+	my $fence = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '2 seconds')");
+	$primary->wait_for_catchup($standby);
+	kill9($primary);
+	$standby->promote;
+	$coord->safe_psql('postgres',
+		    "SELECT citus_update_node(nodeid, '127.0.0.1', "
+		  . $standby->port
+		  . ") FROM pg_dist_node WHERE nodeport = "
+		  . $primary->port);
+	@nodes = map { $_ == $primary ? $standby : $_ } @nodes;
+	is(node_of($key)->port, $standby->port, "the key's worker failed over to its standby");
+	is(sqlstate_of($coord, "SELECT * FROM sandbox_store.sandbox_claim('$key', '1 minute', wait => '0')"),
+		'55P03', 'the live claim held through the failover');
+	sleep 3;
+	my $next = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 minute')");
+	cmp_ok($next, '>', $fence, "after the failover the next fence ($next) is above the last ($fence)");
+	is(sqlstate_of($coord, "SELECT sandbox_store.sandbox_upsert('$key', 'e2b', 'x', 't', fence => $fence)"),
+		'SB001', 'the old holder is refused');
+	is($coord->safe_psql('postgres', "SELECT provider_sandbox_id FROM sandbox_store.sandbox_get('$key')"),
+		'sbx-f', 'the record is on the promoted standby');
 }
 
 # The way back.  citus's undistribute_table refuses tables an extension

@@ -10,8 +10,8 @@ suites=(
   "isolation:make --no-print-directory isolationcheck"
   "pgtap:make --no-print-directory pgtapcheck"
   "stress:make --no-print-directory stresscheck"
-  "tap:make --no-print-directory tapcheck"
   "citus:make --no-print-directory citus-check"
+  "tap:make --no-print-directory tapcheck"
   "client:make --no-print-directory clientcheck"
   "bench-smoke:env BENCH_SMOKE=1 bench/run.sh"
   "growth:make --no-print-directory growthcheck"
@@ -30,6 +30,9 @@ for entry in "${suites[@]}"; do
     for f in regression.diffs output_iso/regression.diffs; do
       [ -s "$f" ] && { echo "--- $f"; cat "$f"; }
     done
+    # Later TAP suites start by removing tmp_check: keep this one's logs.
+    [ -d tmp_check/log ] && cp -r tmp_check/log "log_of_failed_$name" &&
+      echo "--- TAP logs kept in $(pwd)/log_of_failed_$name"
   fi
 done
 

@@ -346,17 +346,20 @@ SELECT 'k' || g, 'e2b', 'run-' || g, now() - g * interval '1 hour', g * interval
   FROM generate_series(1, 20) g;
 INSERT INTO sbsmith.vals VALUES
   (repeat('x', 1025), '', NULL, 'infinity', '-1 day', -1, NULL, 0),
-  ('busy-1', 'modal', 'r', '-infinity', '1 mon -31 days', 9223372036854775807, NULL, 2147483647),
-  ('claimed-1', repeat('é', 513), 'r', '2000-01-01 00:00:00+00', '178000000 years', 0, NULL, -1);
+  ('smith-busy', 'modal', 'r', '-infinity', '1 mon -31 days', 9223372036854775807, NULL, 2147483647),
+  ('smith-claimed', repeat('é', 513), 'r', '2000-01-01 00:00:00+00', '178000000 years', 0, NULL, -1);
 GRANT USAGE ON SCHEMA sbsmith TO sbfuzz_app;
 GRANT SELECT ON sbsmith.pg_proc, sbsmith.vals TO sbfuzz_app;
 });
 
-	# The holder again, so sqlsmith's calls meet held and claimed keys.
+	# The holder again, so sqlsmith's calls meet held and claimed keys: keys
+	# of their own, since a fuzz worker may have left a claim on one of its
+	# keys (with any lease the contract accepts), and the role's lock_timeout
+	# of 20 ms would then refuse the holder (this failed CI once).
 	my $holder2 = $node->background_psql('postgres', extra_params => [ '-U', 'sbfuzz_app' ]);
 	my $tok = $holder2->query_safe(
-		q{SELECT owner_token FROM sandbox_store.sandbox_ensure('claimed-1', 'holder', lease => '1 hour')});
-	$holder2->query_safe(q{BEGIN; SELECT sandbox_store.sandbox_lock('busy-1');});
+		q{SELECT owner_token FROM sandbox_store.sandbox_ensure('smith-claimed', 'holder', lease => '1 hour')});
+	$holder2->query_safe(q{BEGIN; SELECT sandbox_store.sandbox_lock('smith-busy');});
 
 	my $host = $node->host;
 	my $port = $node->port;
@@ -389,7 +392,7 @@ GRANT SELECT ON sbsmith.pg_proc, sbsmith.vals TO sbfuzz_app;
 	}
 
 	$holder2->query_safe('COMMIT');
-	is($holder2->query_safe(qq{SELECT sandbox_store.sandbox_release('claimed-1', '$tok')}),
+	is($holder2->query_safe(qq{SELECT sandbox_store.sandbox_release('smith-claimed', '$tok')}),
 		't', "after sqlsmith, the holder's claim is still its own");
 	$holder2->quit;
 
