@@ -46,6 +46,7 @@
 #include "storage/bufmgr.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/sequence.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
@@ -96,15 +97,19 @@ static SbStatement claim_take = {
 	{TEXTOID, INTERVALOID, TIMESTAMPTZOID},
 	SPI_OK_INSERT_RETURNING};
 
-/* End an expired claim, with a new fence so its holder is fenced off ($2: now). */
+/*
+ * End an expired claim, with a new fence so its holder is fenced off ($2:
+ * now, $3: the sequence's next value, drawn by the caller: citus runs no
+ * volatile function in an UPDATE of a distributed table).
+ */
 static SbStatement claim_retire = {
 	"UPDATE sandbox_store.leases"
-	" SET fence = GREATEST(fence OPERATOR(pg_catalog.+) 1, " FENCE_NEXTVAL "),"
+	" SET fence = GREATEST(fence OPERATOR(pg_catalog.+) 1, $3),"
 	" owner_token = NULL, lease_expires_at = NULL"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL"
 	" AND lease_expires_at OPERATOR(pg_catalog.<=) $2",
-	2,
-	{TEXTOID, TIMESTAMPTZOID},
+	3,
+	{TEXTOID, TIMESTAMPTZOID, INT8OID},
 	SPI_OK_UPDATE};
 
 /* Extend a claim to now ($4) + lease. */
@@ -229,11 +234,15 @@ sb_claim_state(const text *key, SbClaim *claim)
 bool
 sb_retire_claim(const text *key)
 {
-	Datum args[2];
+	Datum args[3];
 	bool retired;
 
+	if (!OidIsValid(sb_relations()->fence_seq))
+		elog(ERROR, "sequence sandbox_store.fence_seq does not exist");
 	args[0] = PointerGetDatum(key);
 	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	/* the caller may call the functions, so no privilege on the sequence is checked */
+	args[2] = Int64GetDatum(nextval_internal(sb_relations()->fence_seq, false));
 	retired = sb_spi_execute(&claim_retire, args, NULL, false, InvalidSnapshot) > 0;
 
 	/*

@@ -300,6 +300,7 @@ like( race(
 	$coord->safe_psql('postgres',
 		"SELECT FROM sandbox_store.sandbox_upsert('$key', 'e2b', 'sbx-a', 't-crash');"
 		  . " SELECT FROM sandbox_store.sandbox_upsert('$other', 'e2b', 'sbx-o', 't-crash')");
+	my $fence = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 second')");
 	kill9($victim);
 	my ($ret, $out, $err) =
 	  $coord->psql('postgres', "SELECT action FROM sandbox_store.sandbox_ensure('$key', 'run-c')");
@@ -316,6 +317,8 @@ like( race(
 		'after the worker restarts, the key resumes its record');
 	is($coord->safe_psql('postgres', "SELECT count(*) FROM sandbox_store.sandbox_list('t-crash')"),
 		'2', 'nothing was lost');
+	my $next = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 second')");
+	cmp_ok($next, '>', $fence, "after the restart the key's next fence ($next) is above the last ($fence)");
 }
 
 # Failover of a worker to its standby: the key's claim, record and fences
