@@ -230,6 +230,17 @@ sb_claim_state(const text *key, SbClaim *claim)
 	return state;
 }
 
+/* The fence sequence (it exists wherever the leases table does). */
+static Oid
+fence_sequence(void)
+{
+	Oid seq = sb_relations()->fence_seq;
+
+	if (!OidIsValid(seq))
+		elog(ERROR, "sequence sandbox_store.fence_seq does not exist");
+	return seq;
+}
+
 /* End the key's expired claim.  False if it is live again (renewed). */
 bool
 sb_retire_claim(const text *key)
@@ -237,12 +248,10 @@ sb_retire_claim(const text *key)
 	Datum args[3];
 	bool retired;
 
-	if (!OidIsValid(sb_relations()->fence_seq))
-		elog(ERROR, "sequence sandbox_store.fence_seq does not exist");
 	args[0] = PointerGetDatum(key);
 	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
 	/* the caller may call the functions, so no privilege on the sequence is checked */
-	args[2] = Int64GetDatum(nextval_internal(sb_relations()->fence_seq, false));
+	args[2] = Int64GetDatum(nextval_internal(fence_sequence(), false));
 	retired = sb_spi_execute(&claim_retire, args, NULL, false, InvalidSnapshot) > 0;
 
 	/*
@@ -287,14 +296,11 @@ sb_key_free(const text *key, SbClaim *claim)
 static void
 flush_fences(void)
 {
-	Oid seq = sb_relations()->fence_seq;
 	Relation rel;
 	Buffer buf;
 	XLogRecPtr lsn;
 
-	if (!OidIsValid(seq))
-		elog(ERROR, "sequence sandbox_store.fence_seq does not exist");
-	rel = relation_open(seq, AccessShareLock);
+	rel = relation_open(fence_sequence(), AccessShareLock);
 	buf = ReadBuffer(rel, 0);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	lsn = PageGetLSN(BufferGetPage(buf));
