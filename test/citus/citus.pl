@@ -71,7 +71,15 @@ $coord->safe_psql('postgres',
 $coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for ($w1, $w2);
 $coord->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
 
-# distribute(): twice, the second time a no-op.
+# distribute(): refused to a non-superuser even with EXECUTE; then twice,
+# the second time a no-op.
+$coord->safe_psql('postgres',
+	'CREATE ROLE sb_app LOGIN; GRANT USAGE ON SCHEMA sandbox_store TO sb_app;'
+	  . ' GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO sb_app');
+is(sqlstate_of($coord, 'SET ROLE sb_app; SELECT sandbox_store.distribute()'),
+	'42501', 'distribute() refuses a role that is not a superuser (42501)');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'"),
+	'0', 'and distributes nothing');
 $coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
 $coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
 is( $coord->safe_psql(

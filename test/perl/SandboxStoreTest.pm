@@ -9,6 +9,8 @@
 #   lit($s)                   $s as an SQL string literal
 #   $EXT_LOCKS                SQL: how many locks of the extension every backend holds
 #   sqlstate_of($node, $sql)  'ok', or the SQLSTATE of the error $sql raised
+#   $RECORDS_QUERY, $LEASES_QUERY  SQL: every record (updated_at to the
+#                             microsecond, in UTC) and every lease row, by key
 #   kill9_and_start($node)    SIGKILL the postmaster, wait until it and every
 #                             child are gone, start again (a real crash)
 #   kill9($node), start_after_kill9($node)   the same in two steps
@@ -29,7 +31,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
-our @EXPORT = qw(lit $EXT_LOCKS sqlstate_of kill9_and_start kill9 start_after_kill9);
+our @EXPORT =
+  qw(lit $EXT_LOCKS $RECORDS_QUERY $LEASES_QUERY sqlstate_of kill9_and_start kill9 start_after_kill9);
 
 # The extension's advisory locks use their own lock-tag class (objsubid).
 our $EXT_LOCKS = q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314};
@@ -43,6 +46,12 @@ our $EXT_LOCKS = q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND
 		return wantarray ? ($output, $ret) : $output;
 	};
 }
+
+our $RECORDS_QUERY =
+    'SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, '
+  . "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
+  . 'FROM sandbox_store.instances ORDER BY key';
+our $LEASES_QUERY = 'SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases ORDER BY key';
 
 sub lit
 {

@@ -9,8 +9,11 @@
 use strict;
 use warnings FATAL => 'all';
 
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use SandboxStoreTest;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('dump_restore');
@@ -43,14 +46,8 @@ my $seq_before = $node->safe_psql('src',
 	'SELECT last_value FROM sandbox_store.fence_seq');
 cmp_ok($max_fence_before, '>=', 43, 'fences were handed out before the dump');
 
-my $records_query =
-  'SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, '
-  . "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
-  . 'FROM sandbox_store.instances ORDER BY key';
-my $leases_query =
-  'SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases ORDER BY key';
-my $records_before = $node->safe_psql('src', $records_query);
-my $leases_before = $node->safe_psql('src', $leases_query);
+my $records_before = $node->safe_psql('src', $RECORDS_QUERY);
+my $leases_before = $node->safe_psql('src', $LEASES_QUERY);
 
 my $dump = $node->basedir . '/src.dump';
 $node->command_ok(
@@ -61,9 +58,9 @@ $node->command_ok(
 	[ 'pg_restore', '--exit-on-error', '-d', $node->connstr('dst'), $dump ],
 	'pg_restore into a new database');
 
-is($node->safe_psql('dst', $records_query),
+is($node->safe_psql('dst', $RECORDS_QUERY),
 	$records_before, 'every record is restored exactly, to the microsecond');
-is($node->safe_psql('dst', $leases_query),
+is($node->safe_psql('dst', $LEASES_QUERY),
 	$leases_before, 'every lease row (fence, token, expiry) is restored');
 is( $node->safe_psql('dst',
 		"SELECT count(*) FROM sandbox_store.claims WHERE key = 'claim-live'"),

@@ -65,12 +65,6 @@ SELECT fence FROM sandbox_store.sandbox_ensure('claim-expired', 'run-1', lease =
 SELECT fence FROM sandbox_store.sandbox_ensure('claim-live', 'run-1', lease => '1 hour');
 });
 
-my $records_query =
-  'SELECT key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, '
-  . "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
-  . 'FROM sandbox_store.instances ORDER BY key';
-my $leases_query =
-  'SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases ORDER BY key';
 # Privileges of the extension's functions and relations, described (OIDs
 # differ between clusters): their ACLs, and the initial privileges pg_dump
 # compares them with, taken as pg_dump takes them: the pg_init_privs entry,
@@ -109,8 +103,8 @@ SELECT string_agg(line, E'\n' ORDER BY line) FROM (
     FROM acls a CROSS JOIN LATERAL aclexplode(a.acl) x
    WHERE x.privilege_type <> 'MAINTAIN') s};
 
-my $records_before = $old->safe_psql('postgres', $records_query);
-my $leases_before = $old->safe_psql('postgres', $leases_query);
+my $records_before = $old->safe_psql('postgres', $RECORDS_QUERY);
+my $leases_before = $old->safe_psql('postgres', $LEASES_QUERY);
 my $privileges_before = $old->safe_psql('postgres', $privileges_query);
 my $max_fence_before = $old->safe_psql('postgres', 'SELECT max(fence) FROM sandbox_store.leases');
 my $seq_before = $old->safe_psql('postgres', 'SELECT last_value FROM sandbox_store.fence_seq');
@@ -151,8 +145,8 @@ $old->stop;
 sub check_carried_over
 {
 	my ($node, $how) = @_;
-	is($node->safe_psql('postgres', $records_query), $records_before, "$how: every record, to the microsecond");
-	is($node->safe_psql('postgres', $leases_query), $leases_before, "$how: every lease row (fence, token, expiry)");
+	is($node->safe_psql('postgres', $RECORDS_QUERY), $records_before, "$how: every record, to the microsecond");
+	is($node->safe_psql('postgres', $LEASES_QUERY), $leases_before, "$how: every lease row (fence, token, expiry)");
 	is($node->safe_psql('postgres', $privileges_query), $privileges_before,
 		"$how: grants and pg_init_privs as on 15");
 	is($node->safe_psql('postgres', 'SELECT last_value FROM sandbox_store.fence_seq'),
