@@ -40,6 +40,26 @@ RETURNS SETOF sandbox_store.ensure_result
 AS 'MODULE_PATHNAME', 'sandbox_ensure_1_1'
 LANGUAGE C VOLATILE ROWS 1;
 
+-- The claim holder's last write, which also ends the claim: a lease-mode
+-- create or resume commits twice instead of three times.
+CREATE FUNCTION sandbox_store.sandbox_upsert_release(
+    key pg_catalog.text,
+    fence pg_catalog.int8,
+    provider pg_catalog.text,
+    provider_sandbox_id pg_catalog.text,
+    thread_id pg_catalog.text,
+    latest_snapshot_id pg_catalog.text DEFAULT NULL,
+    latest_run_id pg_catalog.text DEFAULT NULL,
+    updated_at pg_catalog.timestamptz DEFAULT pg_catalog.now())
+RETURNS sandbox_store.instances
+AS 'MODULE_PATHNAME', 'sandbox_upsert_release'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz) IS
+'The claim holder''s last write: sandbox_upsert with fence, which also ends the claim the fence was given with, in the same transaction. Refused (SB001, nothing changed) if the key has been claimed with a newer fence. Returns the stored record.';
+
+REVOKE ALL ON FUNCTION sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
+
 -- On citus: distribute both tables by key, colocated, and send every
 -- single-key function to the node that holds the key's shard.  Run once, on
 -- the coordinator, as a superuser; running it again changes nothing.
@@ -104,6 +124,7 @@ BEGIN
     END IF;
     FOREACH fn IN ARRAY ARRAY[
         'sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8)',
+        'sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz)',
         'sandbox_store.sandbox_get(pg_catalog.text)',
         'sandbox_store.sandbox_delete(pg_catalog.text, pg_catalog.int8)',
         'sandbox_store.sandbox_ensure(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval)',

@@ -149,6 +149,22 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8) IS
 'Insert or fully replace the record of key; optional fields passed as NULL (or omitted) clear what was stored. With fence: refused (SB001, nothing changed) if the key has been claimed with a newer fence. Returns the stored record.';
 
+CREATE FUNCTION sandbox_store.sandbox_upsert_release(
+    key pg_catalog.text,
+    fence pg_catalog.int8,
+    provider pg_catalog.text,
+    provider_sandbox_id pg_catalog.text,
+    thread_id pg_catalog.text,
+    latest_snapshot_id pg_catalog.text DEFAULT NULL,
+    latest_run_id pg_catalog.text DEFAULT NULL,
+    updated_at pg_catalog.timestamptz DEFAULT pg_catalog.now())
+RETURNS sandbox_store.instances
+AS 'MODULE_PATHNAME', 'sandbox_upsert_release'
+LANGUAGE C VOLATILE;
+
+COMMENT ON FUNCTION sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz) IS
+'The claim holder''s last write: sandbox_upsert with fence, which also ends the claim the fence was given with, in the same transaction. Refused (SB001, nothing changed) if the key has been claimed with a newer fence. Returns the stored record.';
+
 CREATE FUNCTION sandbox_store.sandbox_get(key pg_catalog.text)
 RETURNS SETOF sandbox_store.instances
 AS 'MODULE_PATHNAME', 'sandbox_get'
@@ -332,6 +348,7 @@ BEGIN
     END IF;
     FOREACH fn IN ARRAY ARRAY[
         'sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8)',
+        'sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz)',
         'sandbox_store.sandbox_get(pg_catalog.text)',
         'sandbox_store.sandbox_delete(pg_catalog.text, pg_catalog.int8)',
         'sandbox_store.sandbox_ensure(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval)',
@@ -355,6 +372,7 @@ COMMENT ON FUNCTION sandbox_store.distribute() IS
 -- functions to the app role (see README).
 REVOKE ALL ON FUNCTION
     sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8),
+    sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz),
     sandbox_store.sandbox_get(pg_catalog.text),
     sandbox_store.sandbox_delete(pg_catalog.text, pg_catalog.int8),
     sandbox_store.sandbox_list(pg_catalog.text),

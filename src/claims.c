@@ -129,6 +129,15 @@ static SbStatement claim_release = {
 	{TEXTOID, UUIDOID},
 	SPI_OK_UPDATE};
 
+/* End the claim that was given fence (a write that also releases). */
+static SbStatement claim_release_fenced = {
+	"UPDATE sandbox_store.leases SET owner_token = NULL, lease_expires_at = NULL"
+	" WHERE key OPERATOR(pg_catalog.=) $1 AND fence OPERATOR(pg_catalog.=) $2"
+	" AND owner_token IS NOT NULL",
+	2,
+	{TEXTOID, INT8OID},
+	SPI_OK_UPDATE};
+
 static SbStatement fence_probe = {
 	"SELECT fence FROM sandbox_store.leases WHERE key OPERATOR(pg_catalog.=) $1",
 	1,
@@ -467,4 +476,20 @@ sb_release_claim(const text *key, const pg_uuid_t *token)
 	args[1] = UUIDPGetDatum(token);
 	released = sb_spi_execute(&claim_release, args, NULL, false, InvalidSnapshot) > 0;
 	return released;
+}
+
+/*
+ * With the key's lock held and fence checked (sb_check_fence): end the claim
+ * that was given fence, the key's latest.  Nothing to do if it has ended
+ * already (released, or expired and retired since, which would have given
+ * the key a newer fence and failed the check).
+ */
+void
+sb_release_fenced(const text *key, int64 fence)
+{
+	Datum args[2];
+
+	args[0] = PointerGetDatum(key);
+	args[1] = Int64GetDatum(fence);
+	(void) sb_spi_execute(&claim_release_fenced, args, NULL, false, InvalidSnapshot);
 }

@@ -105,6 +105,7 @@ extern TimestampTz sb_required_timestamp(FunctionCallInfo fcinfo, int argno, con
 extern TimestampTz sb_cutoff(const Interval *age);
 extern pg_uuid_t *sb_required_uuid(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern bool sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence);
+extern int64 sb_required_fence(FunctionCallInfo fcinfo, int argno);
 extern Interval *sb_required_interval(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int32 sb_positive_int32(FunctionCallInfo fcinfo, int argno, const char *argname);
 SB_NORETURN_BEFORE extern void sb_report_serialization(const text *key,
@@ -171,6 +172,7 @@ extern bool sb_take_claim(const text *key, const Interval *lease, SbClaim *claim
 extern bool sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease,
 						   TimestampTz *expires);
 extern bool sb_release_claim(const text *key, const pg_uuid_t *token);
+extern void sb_release_fenced(const text *key, int64 fence);
 extern void sb_check_fence(const text *key, int64 fence);
 extern void sb_require_claims(const char *what);
 typedef enum SbClaimLost

@@ -2,8 +2,8 @@
  *
  * store.c
  *	  The managed table sandbox_store.instances: every statement that reads
- *	  or writes it, and the SQL functions sandbox_upsert, sandbox_get,
- *	  sandbox_delete and sandbox_list.
+ *	  or writes it, and the SQL functions sandbox_upsert,
+ *	  sandbox_upsert_release, sandbox_get, sandbox_delete and sandbox_list.
  *
  * Statements run through spi.c: prepared once per backend, schema-qualified,
  * executed as the table's owner.  Fenced writes (version 1.1) check the
@@ -31,6 +31,7 @@
 
 PG_FUNCTION_INFO_V1(sandbox_upsert);
 PG_FUNCTION_INFO_V1(sandbox_upsert_1_1);
+PG_FUNCTION_INFO_V1(sandbox_upsert_release);
 PG_FUNCTION_INFO_V1(sandbox_get);
 PG_FUNCTION_INFO_V1(sandbox_delete);
 PG_FUNCTION_INFO_V1(sandbox_delete_1_1);
@@ -277,16 +278,35 @@ return_rows(FunctionCallInfo fcinfo)
 
 /*
  * sandbox_upsert(key, provider, provider_sandbox_id, thread_id,
- *				  latest_snapshot_id, latest_run_id, updated_at)
+ *				  latest_snapshot_id, latest_run_id, updated_at [, fence])
+ * sandbox_upsert_release(key, fence, provider, provider_sandbox_id,
+ *						  thread_id, latest_snapshot_id, latest_run_id,
+ *						  updated_at)
  *	  RETURNS sandbox_store.instances
  *
  * Inserts or fully replaces the record: optional fields passed as NULL clear
  * what was stored.  Version 1.1 adds fence: a fenced write takes the key's
  * lock and is refused (SB001) if the key was claimed with a newer fence.  An
  * unfenced write takes no lock, except under REPEATABLE READ or SERIALIZABLE.
+ * sandbox_upsert_release (1.3) is a fenced write that also ends the claim
+ * the fence was given with, in the same transaction: a lease-mode create or
+ * resume then commits twice (claim, write) instead of three times.
  */
+
+/* Where an upsert function has its arguments (key is always the first). */
+typedef struct UpsertArgs
+{
+	int fields;   /* provider; then provider_sandbox_id, thread_id,
+				   * latest_snapshot_id, latest_run_id, updated_at */
+	int fence;    /* the fence */
+	bool release; /* fence required; end its claim */
+} UpsertArgs;
+
+static const UpsertArgs upsert_args = {1, 7, false};
+static const UpsertArgs upsert_release_args = {2, 1, true};
+
 static Datum
-upsert(FunctionCallInfo fcinfo)
+upsert(FunctionCallInfo fcinfo, const UpsertArgs *at)
 {
 	Datum args[Natts_instances];
 	char nulls[Natts_instances];
@@ -294,22 +314,30 @@ upsert(FunctionCallInfo fcinfo)
 	Datum *values;
 	bool *isnull;
 	HeapTuple result;
-	int64 fence;
+	int64 fence = 0;
 	bool fenced;
 	MemoryContext outer = CurrentMemoryContext;
 
 	args[Anum_instances_key - 1] = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
-	args[Anum_instances_provider - 1] = PointerGetDatum(sb_required_text(fcinfo, 1, "provider"));
+	args[Anum_instances_provider - 1] =
+		PointerGetDatum(sb_required_text(fcinfo, at->fields, "provider"));
 	args[Anum_instances_provider_sandbox_id - 1] =
-		PointerGetDatum(sb_required_text(fcinfo, 2, "provider_sandbox_id"));
-	args[Anum_instances_thread_id - 1] = PointerGetDatum(sb_required_text(fcinfo, 3, "thread_id"));
+		PointerGetDatum(sb_required_text(fcinfo, at->fields + 1, "provider_sandbox_id"));
+	args[Anum_instances_thread_id - 1] =
+		PointerGetDatum(sb_required_text(fcinfo, at->fields + 2, "thread_id"));
 	args[Anum_instances_latest_snapshot_id - 1] =
-		PointerGetDatum(sb_optional_text(fcinfo, 4, "latest_snapshot_id"));
+		PointerGetDatum(sb_optional_text(fcinfo, at->fields + 3, "latest_snapshot_id"));
 	args[Anum_instances_latest_run_id - 1] =
-		PointerGetDatum(sb_optional_text(fcinfo, 5, "latest_run_id"));
+		PointerGetDatum(sb_optional_text(fcinfo, at->fields + 4, "latest_run_id"));
 	args[Anum_instances_updated_at - 1] =
-		TimestampTzGetDatum(sb_required_timestamp(fcinfo, 6, "updated_at"));
-	fenced = sb_optional_fence(fcinfo, 7, &fence);
+		TimestampTzGetDatum(sb_required_timestamp(fcinfo, at->fields + 5, "updated_at"));
+	if (at->release)
+	{
+		fence = sb_required_fence(fcinfo, at->fence);
+		fenced = true;
+	}
+	else
+		fenced = sb_optional_fence(fcinfo, at->fence, &fence);
 	for (int i = 0; i < Natts_instances; i++)
 		nulls[i] =
 			DatumGetPointer(args[i]) == NULL && i != Anum_instances_updated_at - 1 ? 'n' : ' ';
@@ -330,6 +358,9 @@ upsert(FunctionCallInfo fcinfo)
 		sb_lock_key(key, &wait);
 		if (fenced)
 			sb_check_fence(key, fence);
+		/* (before the write: its result is the last statement's) */
+		if (at->release)
+			sb_release_fenced(key, fence);
 	}
 
 	/*
@@ -472,13 +503,21 @@ sandbox_upsert_1_1(PG_FUNCTION_ARGS)
 {
 	if (PG_NARGS() != 8)
 		elog(ERROR, "sandbox_upsert_1_1 called with %d arguments, not 8", PG_NARGS());
-	return upsert(fcinfo);
+	return upsert(fcinfo, &upsert_args);
 }
 
 Datum
 sandbox_upsert(PG_FUNCTION_ARGS)
 {
-	return upsert(fcinfo);
+	return upsert(fcinfo, &upsert_args);
+}
+
+Datum
+sandbox_upsert_release(PG_FUNCTION_ARGS)
+{
+	if (PG_NARGS() != 8)
+		elog(ERROR, "sandbox_upsert_release called with %d arguments, not 8", PG_NARGS());
+	return upsert(fcinfo, &upsert_release_args);
 }
 
 Datum

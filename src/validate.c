@@ -181,6 +181,15 @@ sb_required_uuid(FunctionCallInfo fcinfo, int argno, const char *argname)
 	return PG_GETARG_UUID_P(argno);
 }
 
+static void
+check_fence(int64 fence)
+{
+	if (fence <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("fence must be positive"),
+				 errdetail("The value given is " INT64_FORMAT "; fences start at 1.", fence)));
+}
+
 /*
  * The optional fence argument of a fenced write, present only in functions
  * declared by version 1.1 or later.  Returns false when absent or NULL.
@@ -191,11 +200,21 @@ sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence)
 	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
 		return false;
 	*fence = PG_GETARG_INT64(argno);
-	if (*fence <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("fence must be positive"),
-				 errdetail("The value given is " INT64_FORMAT "; fences start at 1.", *fence)));
+	check_fence(*fence);
 	return true;
+}
+
+/* The fence argument of a write that must be fenced (sandbox_upsert_release). */
+int64
+sb_required_fence(FunctionCallInfo fcinfo, int argno)
+{
+	int64 fence;
+
+	if (PG_ARGISNULL(argno))
+		report_null("fence");
+	fence = PG_GETARG_INT64(argno);
+	check_fence(fence);
+	return fence;
 }
 
 /*

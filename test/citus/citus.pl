@@ -94,7 +94,7 @@ is( $coord->safe_psql(
 SELECT count(*) FROM pg_dist_object
  WHERE classid = 'pg_proc'::regclass AND distribution_argument_index = 0
    AND objid::regproc::text LIKE 'sandbox_store.%'}),
-	'10', 'distribute() delegates the ten single-key functions by their key');
+	'11', 'distribute() delegates the eleven single-key functions by their key');
 for my $node (@nodes)
 {
 	is( $node->safe_psql(

@@ -6,7 +6,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(93);
+SELECT plan(96);
 
 -- The table ---------------------------------------------------------------
 
@@ -108,14 +108,18 @@ SELECT col_type_is('sandbox_store', 'claims', 'lease_expires_at', 'timestamp wit
 SELECT functions_are('sandbox_store',
     ARRAY['sandbox_upsert', 'sandbox_get', 'sandbox_delete', 'sandbox_list', 'sandbox_ensure',
           'sandbox_lock', 'sandbox_try_lock', 'sandbox_lock_id', 'sandbox_renew',
-          'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim', 'distribute'],
-    'schema sandbox_store has exactly the thirteen functions of 1.1 and distribute (1.3)');
+          'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim', 'distribute',
+          'sandbox_upsert_release'],
+    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3)');
 SELECT has_function('sandbox_store', 'distribute', ARRAY[]::text[], 'distribute() exists');
 SELECT function_returns('sandbox_store', 'distribute', ARRAY[]::text[], 'void', 'distribute returns void');
 
 SELECT has_function('sandbox_store', 'sandbox_upsert',
     ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone', 'bigint'],
     'sandbox_upsert(text, text, text, text, text, text, timestamptz, bigint) exists');
+SELECT has_function('sandbox_store', 'sandbox_upsert_release',
+    ARRAY['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone'],
+    'sandbox_upsert_release(text, bigint, text, text, text, text, text, timestamptz) exists');
 SELECT has_function('sandbox_store', 'sandbox_get',      ARRAY['text'], 'sandbox_get(text) exists');
 SELECT has_function('sandbox_store', 'sandbox_delete',   ARRAY['text', 'bigint'], 'sandbox_delete(text, bigint) exists');
 SELECT has_function('sandbox_store', 'sandbox_list',     ARRAY['text'], 'sandbox_list(text) exists');
@@ -165,6 +169,9 @@ SELECT function_returns('sandbox_store', 'sandbox_renew', ARRAY['text', 'uuid', 
     'timestamp with time zone', 'sandbox_renew returns timestamptz (the new expiry)');
 SELECT function_returns('sandbox_store', 'sandbox_release', ARRAY['text', 'uuid'],
     'boolean', 'sandbox_release returns boolean');
+SELECT function_returns('sandbox_store', 'sandbox_upsert_release',
+    ARRAY['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone'],
+    'sandbox_store.instances', 'sandbox_upsert_release returns sandbox_store.instances');
 SELECT function_returns('sandbox_store', 'sandbox_reap', ARRAY['interval', 'integer'],
     'setof sandbox_store.instances', 'sandbox_reap returns SETOF sandbox_store.instances');
 SELECT function_returns('sandbox_store', 'sandbox_lock_holder', ARRAY['text'],
@@ -230,6 +237,11 @@ SELECT is(
     pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_release(text, uuid)'::regprocedure),
     'key text, owner_token uuid', 'sandbox_release arguments: key, owner_token');
 SELECT is(
+    pg_catalog.pg_get_function_arguments(
+        'sandbox_store.sandbox_upsert_release(text, bigint, text, text, text, text, text, timestamptz)'::regprocedure),
+    'key text, fence bigint, provider text, provider_sandbox_id text, thread_id text, latest_snapshot_id text DEFAULT NULL::text, latest_run_id text DEFAULT NULL::text, updated_at timestamp with time zone DEFAULT now()',
+    'sandbox_upsert_release arguments: key, fence, then sandbox_upsert''s record arguments');
+SELECT is(
     pg_catalog.pg_get_function_arguments('sandbox_store.sandbox_reap(interval, integer)'::regprocedure),
     'idle_for interval, max_rows integer DEFAULT 100', 'sandbox_reap arguments: idle_for, max_rows DEFAULT 100');
 SELECT is(
@@ -244,7 +256,8 @@ SELECT is_empty(
     $$ SELECT p.proname FROM pg_catalog.pg_proc p
         WHERE p.pronamespace = 'sandbox_store'::regnamespace
           AND p.proname IN ('sandbox_ensure', 'sandbox_upsert', 'sandbox_delete', 'sandbox_renew',
-                            'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim')
+                            'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim',
+                            'sandbox_upsert_release')
           AND p.provolatile <> 'v' $$,
     'the functions that write, claim or look at locks are VOLATILE'
 );

@@ -12,7 +12,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(120);
+SELECT plan(127);
 
 CREATE ROLE sbtap_app NOLOGIN;
 CREATE ROLE sbtap_usage_only NOLOGIN;
@@ -21,7 +21,7 @@ GRANT USAGE ON SCHEMA sandbox_store TO sbtap_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO sbtap_app;
 GRANT USAGE ON SCHEMA sandbox_store TO sbtap_usage_only;
 
--- The thirteen functions, with their argument types, and one call of each.
+-- The fourteen functions, with their argument types, and one call of each.
 CREATE TEMP TABLE fns (n int, name name, args name[], call text) ON COMMIT DROP;
 INSERT INTO fns VALUES
     (1, 'sandbox_upsert',
@@ -50,10 +50,13 @@ INSERT INTO fns VALUES
     (12, 'sandbox_lock_holder', ARRAY['text'],
         $$SELECT sandbox_store.sandbox_lock_holder('priv/x')$$),
     (13, 'sandbox_claim', ARRAY['text', 'interval', 'interval'],
-        $$SELECT * FROM sandbox_store.sandbox_claim('priv/claim', '1 second', wait => '0')$$);
+        $$SELECT * FROM sandbox_store.sandbox_claim('priv/claim', '1 second', wait => '0')$$),
+    (14, 'sandbox_upsert_release',
+        ARRAY['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone'],
+        $$SELECT sandbox_store.sandbox_upsert_release('priv/x', 1, 'p', 'sb', 't')$$);
 GRANT SELECT ON fns TO PUBLIC;
 
--- Catalog privileges (39 + 3 + 3 + 3 + 3 + 3 + 3 tests) --------------------
+-- Catalog privileges (42 + 3 + 3 + 3 + 3 + 3 + 3 tests) --------------------
 
 SELECT function_privs_are('sandbox_store', f.name, f.args, r.role, r.privs)
   FROM fns AS f
@@ -215,6 +218,20 @@ SELECT is(sandbox_store.sandbox_release('priv/lease', (SELECT owner_token FROM l
 SELECT is(sandbox_store.sandbox_delete('priv/lease', fence => (SELECT fence FROM lease_claim)), true,
     'app role: a fenced sandbox_delete with its claim''s fence returns true');
 
+CREATE TEMP TABLE lease_claim2 ON COMMIT DROP AS
+    SELECT fence FROM sandbox_store.sandbox_claim('priv/lease2', '1 minute');
+SELECT results_eq(
+    $$ SELECT provider_sandbox_id::text
+         FROM sandbox_store.sandbox_upsert_release('priv/lease2', (SELECT fence FROM lease_claim2),
+                                                   'e2b', 'sbx-l2', 'priv/thread') $$,
+    $$ VALUES ('sbx-l2'::text) $$,
+    'app role: sandbox_upsert_release with its claim''s fence writes the record'
+);
+SELECT is_empty(
+    $$ SELECT * FROM sandbox_store.claims WHERE key = 'priv/lease2' $$,
+    'app role: ... and ends the claim'
+);
+
 -- ... but cannot touch the tables or the sequence directly (5 + 5 + 3 + 2) --
 
 SELECT throws_ok(
@@ -272,7 +289,7 @@ RESET ROLE;
 SELECT table_privs_are('sandbox_store', 'claims', 'sbtap_app', ARRAY['SELECT'],
     'after GRANT SELECT ON sandbox_store.claims, the app role has SELECT (only) on the view');
 
--- A role with nothing: every function call is denied (12 tests) ------------
+-- A role with nothing: every function call is denied (one test per function) ------------
 
 SET LOCAL ROLE sbtap_nobody;
 
@@ -283,7 +300,7 @@ SELECT throws_ok(f.call, '42501', NULL,
 RESET ROLE;
 
 -- USAGE on the schema is not enough: EXECUTE was never granted to PUBLIC
--- (12 tests; the message shows it is the function that is denied), nor
+-- (one test per function; the message shows it is the function that is denied), nor
 -- anything on the view, the tables or the sequence (3 tests).
 
 SET LOCAL ROLE sbtap_usage_only;

@@ -15,7 +15,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(22);
+SELECT plan(23);
 
 -- The traps ---------------------------------------------------------------
 
@@ -155,6 +155,11 @@ CREATE TEMP TABLE h_reap ON COMMIT DROP AS
 CREATE TEMP TABLE h_release ON COMMIT DROP AS
     SELECT sandbox_store.sandbox_release('d', (SELECT owner_token FROM h_ensure WHERE n = 5))
            AS released;
+-- (1.3) claim e, then write it and end the claim in one call.
+INSERT INTO h_ensure SELECT 6, * FROM sandbox_store.sandbox_ensure('e', 'run-e', lease => '1 minute');
+INSERT INTO h_upsert SELECT 5, * FROM sandbox_store.sandbox_upsert_release(
+    key => 'e', fence => (SELECT fence FROM h_ensure WHERE n = 6), provider => 'p1',
+    provider_sandbox_id => 'sb-e', thread_id => 't4', updated_at => '2001-01-01 00:00:21+00');
 
 -- Back to the normal search_path: check --------------------------------------
 
@@ -241,7 +246,8 @@ SELECT results_eq(
          FROM sandbox_store.instances ORDER BY key $$,
     $$ VALUES ('b'::text, 'p1'::text, 'sb-b'::text, NULL::text, 't2'::text, 'run-b'::text, now()),
               ('c', 'p1', 'sb-c', 'snap-c', 't1', NULL, '2001-01-01 00:00:10+00'),
-              ('d', 'p1', 'sb-d', NULL, 't3', NULL, '2001-01-01 00:00:20+00') $$,
+              ('d', 'p1', 'sb-d', NULL, 't3', NULL, '2001-01-01 00:00:20+00'),
+              ('e', 'p1', 'sb-e', NULL, 't4', NULL, '2001-01-01 00:00:21+00') $$,
     'hostile path: the writes landed in sandbox_store.instances, each on its own key only'
 );
 
@@ -296,7 +302,15 @@ SELECT is((SELECT released FROM h_release), true,
     'hostile path: sandbox_release of the claim returns true');
 
 SELECT results_eq(
-    $$ SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases $$,
+    $$ SELECT u.key::text, u.provider_sandbox_id::text, u.updated_at, l.owner_token IS NULL, l.fence = e.fence
+         FROM h_upsert u, sandbox_store.leases l, h_ensure e
+        WHERE u.n = 5 AND l.key = 'e' AND e.n = 6 $$,
+    $$ VALUES ('e'::text, 'sb-e'::text, '2001-01-01 00:00:21+00'::timestamptz, true, true) $$,
+    'hostile path: sandbox_upsert_release writes the record and ends the claim, keeping its fence'
+);
+
+SELECT results_eq(
+    $$ SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases WHERE key = 'd' $$,
     $$ SELECT 'd'::text, fence, NULL::uuid, NULL::timestamptz FROM h_ensure WHERE n = 5 $$,
     'hostile path: the claim went to sandbox_store.leases and was released there'
 );
