@@ -51,7 +51,7 @@ endif
 export PG_CONFIG
 
 .PHONY: deps demo test matrix citus-check bench-citus lint regresscheck isolationcheck pgtapcheck stresscheck tapcheck clientcheck \
-	memcheck growthcheck bench
+	memcheck growthcheck bench bench-rtt
 
 deps:
 	test/scripts/install-deps.sh
@@ -102,7 +102,7 @@ memcheck:
 growthcheck:
 	test/memory/growth.sh
 
-# Benchmarks against plain SQL and PL/pgSQL (BENCHMARKS.md), about 20 min.
+# Benchmarks against plain SQL and PL/pgSQL (BENCHMARKS.md), about 25 min.
 bench: deps
 	$(MAKE) all
 	$(MAKE) install
@@ -112,6 +112,13 @@ bench: deps
 # citus in PostgreSQL 15 (test/scripts/build-citus.sh, run by make test).
 citus-check:
 	$(MAKE) --no-print-directory tapcheck PROVE_TESTS=test/citus/citus.pl
+
+# The headline workloads behind a simulated network round trip (part of
+# make bench; this runs it alone, about 6 min).
+bench-rtt: deps
+	$(MAKE) all
+	$(MAKE) install
+	test/scripts/with-cluster.sh bench/rtt.sh
 
 # ensure and get through a citus coordinator and a worker vs one server.
 bench-citus: deps

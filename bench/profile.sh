@@ -21,6 +21,11 @@
 # every workload.  callgrind_annotate of the long run (inclusive costs) goes
 # to PROFILE_OUT/WORKLOAD.annotate.txt.
 #
+# floor_* are empty C functions with the extension's signatures and result
+# types (bench/floor.c, built here with cc and loaded from the private
+# cluster's directory): the cost of the call itself, the floor under each
+# function.
+#
 # Needs the extension installed (make install).  As root it runs as the
 # postgres user (initdb refuses root) and copies the results back.
 #
@@ -57,8 +62,8 @@ done
 bindir=$("${PG_CONFIG:-pg_config}" --bindir)
 
 workloads=("$@")
-[ ${#workloads[@]} -gt 0 ] || workloads=(ensure_auto update_auto plpgsql_ensure_auto get select plpgsql_get
-  upsert insert_on_conflict plpgsql_upsert)
+[ ${#workloads[@]} -gt 0 ] || workloads=(floor_statement ensure_auto update_auto plpgsql_ensure_auto floor_ensure
+  get select plpgsql_get floor_get upsert insert_on_conflict plpgsql_upsert floor_upsert)
 
 mkdir -p "$out"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/sandbox_store_profile_pg.XXXXXX")
@@ -77,6 +82,21 @@ export PGHOST=$dir PGUSER=postgres
 psql -X -q -d postgres -c "CREATE DATABASE bench"
 psql -X -q -v ON_ERROR_STOP=1 -d bench -v rows="$rows" -f "$here/setup.sql"
 psql -X -q -v ON_ERROR_STOP=1 -d bench -f "$here/plpgsql_baseline.sql"
+# The floor: empty C functions with the extension's signatures (bench/floor.c),
+# loaded from this cluster's directory.
+cc -O2 -fPIC -shared -I"$("${PG_CONFIG:-pg_config}" --includedir-server)" -o "$dir/floor.so" "$here/floor.c"
+psql -X -q -v ON_ERROR_STOP=1 -d bench -v so="$dir/floor.so" <<'SQL'
+CREATE SCHEMA bench_floor;
+CREATE FUNCTION bench_floor.sandbox_ensure(key text, run_id text, max_age interval DEFAULT NULL,
+    provider text DEFAULT NULL, wait interval DEFAULT NULL, lease interval DEFAULT NULL)
+RETURNS SETOF sandbox_store.ensure_result AS :'so', 'floor_srf' LANGUAGE C VOLATILE;
+CREATE FUNCTION bench_floor.sandbox_get(key text)
+RETURNS SETOF sandbox_store.instances AS :'so', 'floor_srf' LANGUAGE C STABLE ROWS 1;
+CREATE FUNCTION bench_floor.sandbox_upsert(key text, provider text, provider_sandbox_id text, thread_id text,
+    latest_snapshot_id text DEFAULT NULL, latest_run_id text DEFAULT NULL,
+    updated_at timestamptz DEFAULT now(), fence int8 DEFAULT NULL)
+RETURNS sandbox_store.instances AS :'so', 'floor_row' LANGUAGE C VOLATILE;
+SQL
 if [ -n "${PROFILE_SETUP:-}" ]; then
   echo "profile: schema change: $PROFILE_SETUP"
   psql -X -q -v ON_ERROR_STOP=1 -d bench -c "$PROFILE_SETUP"

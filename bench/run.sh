@@ -25,6 +25,10 @@
 #   hot         (BENCH_HOT_EXPERIMENTS=1) HOT share of BENCH_HOT_STAMPS
 #               stamps for table variants: fillfactor, no updated_at index,
 #               BRIN, stamping a non-indexed column, an hourly bucket index
+#   rtt         the headline workloads and the create cycle of both modes
+#               behind a simulated network round trip of 0, 0.2, 0.5 and 1 ms
+#               (bench/rtt.sh, with its own BENCH_RTT_* options; database
+#               bench_rtt): rtt.md, rtt.png
 #   scale       the extension / plain SQL pairs at BENCH_SCALE_CLIENTS clients
 #               over BENCH_SCALE_ROWS records, alternating with the same
 #               workloads over BENCH_ROWS records: ratios and latency growth
@@ -52,7 +56,7 @@
 #   BENCH_SHARED_BUFFERS (3GB)   on a throwaway cluster of with-cluster.sh
 #                                only: ALTER SYSTEM + restart so the scale
 #                                data set fits; "" leaves the server alone
-#   BENCH_PHASES ("main plot contention memory scale")  the phases to run
+#   BENCH_PHASES ("main plot rtt contention memory scale")  the phases to run
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
 #   BENCH_SMOKE (0)              1: a tiny run (seconds) of every workload and
@@ -96,7 +100,7 @@ if [ "$smoke" = 1 ]; then
   shared_buffers=""
 fi
 mem_other=$((mem_calls / 20))
-phases=" ${BENCH_PHASES:-main plot contention memory scale} "
+phases=" ${BENCH_PHASES:-main plot rtt contention memory scale} "
 [ "$hot" = 1 ] && [[ $phases != *" hot "* ]] && phases="$phases hot "
 [ "$scale_rows" -gt 0 ] || phases=${phases/ scale / }
 has_phase() { case "$phases" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -327,6 +331,13 @@ if [ "$has_lease" != 0 ] && has_phase main; then
   for c in $clients_list; do
     run_group main bench "$rows" lease "$c" "$repeats" "$secs"
   done
+fi
+
+# --- round trips (bench/rtt.sh) -----------------------------------------------------
+
+if has_phase rtt; then
+  BENCH_OUT="$out" BENCH_ROWS="$rows" BENCH_SMOKE="$smoke" BENCH_THREADS="$threads_max" "$here/rtt.sh" ||
+    fail "the round-trip phase failed"
 fi
 
 # --- contention ------------------------------------------------------------------
@@ -624,6 +635,11 @@ fi
         round(100.0 * (heap_after - heap_before) / nullif(heap_before, 0)),
         pg_size_pretty(index_before), pg_size_pretty(index_after), round(stamps / seconds))
       FROM bench_hot ORDER BY ord"
+  fi
+  echo
+  if has_phase rtt; then
+    echo
+    cat "$out/rtt.md"
   fi
   echo
   echo "Total time: $((SECONDS - start)) s.  Raw runs: runs.tsv; pgbench output: pgbench.log."

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# bench/rtt.sh: the headline workloads behind a network round trip (issue 16).
+#
+# App servers reach their database over a network, where each round trip
+# costs 0.2-1 ms within a cloud region; over a Unix socket it costs almost
+# nothing.  This kernel has no netem, so bench/delay-proxy.c (built here with
+# cc) relays pgbench's TCP connections to the server's socket and holds every
+# chunk for a set time in each direction.  Each run gets a fresh proxy, whose
+# CPU time is reported next to the run: on a 2-core machine it competes with
+# the server, and the report shows how much.
+#
+# Calibration: a sleeping thread wakes late on a VM (tens of microseconds),
+# so for each target round trip the one-way delay is corrected once from a
+# measurement (SELECT 1, one client, through the proxy, minus the same at
+# delay 0), and the report gives the round trip measured, not the nominal.
+#
+# Workloads (bench/<name>.pgbench), all prepared statements:
+#   ensure_auto          sandbox_ensure, autocommit: 1 round trip
+#   ensure_txn           BEGIN; sandbox_ensure; COMMIT: 3
+#   app_txn              BEGIN; advisory lock; SELECT; UPDATE; COMMIT: 5
+#   plpgsql_ensure_auto  the PL/pgSQL sandbox_ensure, autocommit: 1
+#   create_lock          lock-mode create: BEGIN; ensure; upsert; COMMIT: 4
+#   create_lease3        lease-mode create, 1.1/1.2: ensure(lease); fenced
+#                        upsert; release: 3 round trips, 3 commits
+#   create_lease2        lease-mode create, 1.3: ensure(lease);
+#                        sandbox_upsert_release: 2 round trips, 2 commits
+# At each client count and round trip the seven run side by side, the order
+# rotated per repeat.  Created records and claims are removed after each
+# create run.
+#
+# Runs against the server in PGHOST (its socket directory) / PGPORT / PGUSER,
+# a superuser, with sandbox_store installed; creates and drops database
+# bench_rtt.  Called by bench/run.sh (phase rtt) or alone.  Writes to BENCH_OUT
+# (default bench/out/): rtt.md, rtt.tsv, rtt.dat, rtt.png, rtt-pgbench.log.
+#
+# Options (environment):
+#   BENCH_RTT_MS ("0 0.2 0.5 1")   target round trips, ms
+#   BENCH_RTT_CLIENTS ("8 64")
+#   BENCH_RTT_SECONDS (5)          length of one run
+#   BENCH_RTT_REPEATS (1)          side-by-side rounds
+#   BENCH_RTT_PORT (6543)          the proxy's port on 127.0.0.1
+#   BENCH_ROWS (100000)            records of the data set
+#   BENCH_THREADS (2)              pgbench -j
+#   BENCH_SMOKE (0)                1: every workload once, 20 transactions per
+#                                  client, to check the harness only
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+smoke=${BENCH_SMOKE:-0}
+rtts=${BENCH_RTT_MS:-"0 0.2 0.5 1"}
+clients_list=${BENCH_RTT_CLIENTS:-"8 64"}
+secs=${BENCH_RTT_SECONDS:-5}
+repeats=${BENCH_RTT_REPEATS:-1}
+port=${BENCH_RTT_PORT:-6543}
+rows=${BENCH_ROWS:-100000}
+threads_max=${BENCH_THREADS:-2}
+out=${BENCH_OUT:-$here/out}
+calib_secs=2
+dur=(-T "$secs")
+if [ "$smoke" = 1 ]; then
+  rtts="0 0.5" clients_list="2" repeats=1 rows=1000 calib_secs=1 dur=(-t 20)
+fi
+wls=(ensure_auto ensure_txn app_txn plpgsql_ensure_auto create_lock create_lease3 create_lease2)
+db=bench_rtt
+
+say() { echo "bench-rtt: $*"; }
+fail() {
+  echo "bench-rtt: FAIL: $*" >&2
+  exit 1
+}
+psql_db() { psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+
+[ -d "${PGHOST:-}" ] || fail "PGHOST must be the server's socket directory (the proxy relays to it)"
+upstream="$PGHOST/.s.PGSQL.${PGPORT:-5432}"
+[ -S "$upstream" ] || fail "no server socket at $upstream"
+for tool in psql pgbench cc awk; do
+  command -v "$tool" >/dev/null 2>&1 || fail "$tool not found"
+done
+
+mkdir -p "$out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/sandbox_store_rtt.XXXXXX")
+proxy_pid=""
+stop_proxy() { # prints the proxy's CPU seconds (user + system)
+  [ -n "$proxy_pid" ] || return 0
+  kill -TERM "$proxy_pid" 2>/dev/null || true
+  wait "$proxy_pid" 2>/dev/null || true
+  proxy_pid=""
+  awk '/^delay-proxy:/ { printf "%.2f\n", $2 + $5 }' "$work/proxy.err"
+}
+cleanup() {
+  local rc=$?
+  stop_proxy >/dev/null || true
+  psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
+  rm -rf "$work"
+  exit $rc
+}
+trap cleanup EXIT
+
+cc -O2 -Wall -Wextra -o "$work/delay-proxy" "$here/delay-proxy.c" || fail "could not build the delay proxy"
+start_proxy() { # one-way delay in microseconds
+  "$work/delay-proxy" "$port" "$upstream" "$1" 2>"$work/proxy.err" &
+  proxy_pid=$!
+  for _ in $(seq 1 50); do
+    psql -X -At -h 127.0.0.1 -p "$port" -d postgres -c "SELECT 1" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  fail "the delay proxy did not start on port $port"
+}
+
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" \
+  -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+psql_db -v rows="$rows" -f "$here/setup.sql" >/dev/null
+psql_db -f "$here/plpgsql_baseline.sql" >/dev/null
+psql_db -c "CREATE TABLE bench_rtt (target_ms float8, rtt_ms float8, workload text, clients int, rep int,
+                                    tps float8, lat_ms float8, proxy_cpu_s float8, seconds float8)"
+: >"$out/rtt-pgbench.log"
+
+# --- calibration: latency of SELECT 1 through the proxy, one client ---------------
+
+echo 'SELECT 1;' >"$work/select1.sql"
+lat_at() { # one-way us -> mean latency ms
+  start_proxy "$1"
+  pgbench -n -M prepared -c 1 -T "$calib_secs" -h 127.0.0.1 -p "$port" -f "$work/select1.sql" "$db" 2>&1 |
+    sed -n 's/^latency average = \([0-9.]*\) ms/\1/p'
+  stop_proxy >/dev/null
+}
+base=$(lat_at 0)
+[ -n "$base" ] || fail "no latency through the proxy"
+declare -A one_way measured
+for t in $rtts; do
+  if awk -v t="$t" 'BEGIN { exit !(t == 0) }'; then
+    one_way[$t]=0 measured[$t]=0
+    continue
+  fi
+  ow=$(awk -v t="$t" 'BEGIN { printf "%d", t * 500 }')
+  l=$(lat_at "$ow")
+  ow=$(awk -v t="$t" -v ow="$ow" -v l="$l" -v b="$base" \
+    'BEGIN { x = ow - ((l - b) - t) * 500; if (x < 0) x = 0; printf "%d", x }')
+  l=$(lat_at "$ow")
+  one_way[$t]=$ow
+  measured[$t]=$(awk -v l="$l" -v b="$base" 'BEGIN { printf "%.3f", l - b }')
+  say "round trip $t ms: one-way delay ${ow} us, measured $(printf %s "${measured[$t]}") ms added (SELECT 1 at 1 client: $l ms, $base ms at 0)"
+done
+
+# --- runs -------------------------------------------------------------------------
+
+run_one() { # target clients rep workload
+  local t=$1 c=$2 rep=$3 wl=$4 rc=0 res=$work/pgbench.out
+  local j=$((c < threads_max ? c : threads_max))
+  start_proxy "${one_way[$t]}"
+  pgbench -n -M prepared -c "$c" -j "$j" "${dur[@]}" -h 127.0.0.1 -p "$port" -D rows="$rows" \
+    -f "$here/$wl.pgbench" "$db" >"$res" 2>&1 || rc=$?
+  local cpu
+  cpu=$(stop_proxy)
+  {
+    echo "=== rtt $t ms clients=$c rep=$rep $wl (proxy cpu ${cpu}s)"
+    cat "$res"
+  } >>"$out/rtt-pgbench.log"
+  if [ $rc -ne 0 ] || grep -Eq "aborted|ERROR:|FATAL:|^number of failed transactions: [1-9]" "$res"; then
+    tail -n 20 "$res" >&2
+    fail "rtt $t ms $wl clients=$c: pgbench failed (exit $rc)"
+  fi
+  local tps lat
+  tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$res" | head -n 1)
+  lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$res")
+  [ -n "$tps" ] && [ -n "$lat" ] || fail "rtt $t ms $wl clients=$c: no throughput"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "${measured[$t]}" "$wl" "$c" "$rep" "$tps" "$lat" \
+    "${cpu:-0}" "$secs" | psql_db -c "COPY bench_rtt FROM STDIN"
+  printf 'bench-rtt: rtt=%-4s c=%-3s rep=%s %-20s tps=%9.0f  latency=%7.3f ms  proxy cpu=%5.2fs\n' \
+    "$t" "$c" "$rep" "$wl" "$tps" "$lat" "${cpu:-0}"
+  case $wl in
+    create_*)
+      psql_db -c "DELETE FROM sandbox_store.instances WHERE key LIKE 'new-%'" \
+        -c "DELETE FROM sandbox_store.leases WHERE key LIKE 'new-%'" \
+        -c "VACUUM sandbox_store.instances, sandbox_store.leases"
+      ;;
+  esac
+}
+
+n=${#wls[@]}
+for rep in $(seq 1 "$repeats"); do
+  for c in $clients_list; do
+    for t in $rtts; do
+      for i in $(seq 0 $((n - 1))); do
+        run_one "$t" "$c" "$rep" "${wls[$(((i + rep + c) % n))]}"
+      done
+      psql_db -c "VACUUM sandbox_store.instances"
+    done
+  done
+done
+
+# --- report -----------------------------------------------------------------------
+
+psql_db -At -c "COPY (SELECT * FROM bench_rtt ORDER BY clients, target_ms, workload, rep) TO STDOUT" \
+  >"$out/rtt.tsv"
+
+# rtt.dat: per client count (a gnuplot data block each), the measured round
+# trip and the median tps of each workload, in the order of wls.
+psql_db -At -F ' ' -v wls="${wls[*]}" >"$out/rtt.dat" <<'SQL'
+WITH m AS (
+  SELECT clients, target_ms, max(rtt_ms) AS rtt, workload,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY tps) AS tps
+    FROM bench_rtt GROUP BY clients, target_ms, workload),
+rows AS (
+  SELECT m.clients, m.target_ms, max(m.rtt) AS rtt,
+         string_agg(round(m.tps)::text, ' ' ORDER BY w.ord) AS tps
+    FROM m JOIN unnest(string_to_array(:'wls', ' ')) WITH ORDINALITY AS w(workload, ord) USING (workload)
+   GROUP BY m.clients, m.target_ms)
+SELECT CASE WHEN row_number() OVER (PARTITION BY clients ORDER BY target_ms) = 1
+            THEN CASE WHEN clients > min(clients) OVER () THEN E'\n\n' ELSE '' END
+                 || '# clients ' || clients || E'\n' ELSE '' END || rtt || ' ' || tps
+  FROM rows ORDER BY clients, target_ms;
+SQL
+
+{
+  echo "### Round trips: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$(psql -X -At -d postgres -c 'SHOW fsync'), synchronous_commit=$(psql -X -At -d postgres -c 'SHOW synchronous_commit')"
+  echo
+  if [ "$smoke" = 1 ]; then
+    echo "SMOKE RUN (20 transactions per client): checks the harness, measures nothing."
+  fi
+  echo "Median tps of $repeats side-by-side round(s) of ${secs} s runs over $rows records; the round trip is the one measured"
+  echo "(SELECT 1, one client, through the proxy, minus the same at delay 0: $base ms)."
+  echo
+  echo "| clients | RTT ms (measured) | ensure auto | ensure txn | app-side | PL/pgSQL auto | **ensure auto / app** | ensure txn / app | ensure / PL/pgSQL | create lock | create lease, 3 commits | create lease, 2 commits | **lease (2) / lock** | lease (3) / lock | proxy cores |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  psql_db -At <<'SQL'
+WITH m AS (
+  SELECT clients, target_ms, max(rtt_ms) AS rtt, workload,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY tps) AS tps,
+         max(proxy_cpu_s / seconds) AS proxy_cores
+    FROM bench_rtt GROUP BY clients, target_ms, workload),
+p AS (
+  SELECT clients, target_ms, max(rtt) AS rtt, max(proxy_cores) AS proxy_cores,
+         max(tps) FILTER (WHERE workload = 'ensure_auto') AS ensure_auto,
+         max(tps) FILTER (WHERE workload = 'ensure_txn') AS ensure_txn,
+         max(tps) FILTER (WHERE workload = 'app_txn') AS app_txn,
+         max(tps) FILTER (WHERE workload = 'plpgsql_ensure_auto') AS plpgsql,
+         max(tps) FILTER (WHERE workload = 'create_lock') AS create_lock,
+         max(tps) FILTER (WHERE workload = 'create_lease3') AS create_lease3,
+         max(tps) FILTER (WHERE workload = 'create_lease2') AS create_lease2
+    FROM m GROUP BY clients, target_ms)
+SELECT format('| %s | %s (%s) | %s | %s | %s | %s | **%s** | %s | %s | %s | %s | %s | **%s** | %s | %s |',
+              clients, target_ms, round(rtt::numeric, 2),
+              round(ensure_auto), round(ensure_txn), round(app_txn), round(plpgsql),
+              round((ensure_auto / app_txn)::numeric, 2), round((ensure_txn / app_txn)::numeric, 2),
+              round((ensure_auto / plpgsql)::numeric, 2),
+              round(create_lock), round(create_lease3), round(create_lease2),
+              round((create_lease2 / create_lock)::numeric, 2), round((create_lease3 / create_lock)::numeric, 2),
+              round(proxy_cores::numeric, 2))
+  FROM p ORDER BY clients, target_ms;
+SQL
+  echo
+  echo "\"proxy cores\": the most CPU the proxy used in one run of the row, in cores (user + system time / run time)."
+} >"$out/rtt.md"
+
+if command -v gnuplot >/dev/null 2>&1 && [ "$smoke" != 1 ]; then
+  gnuplot -e "datafile='$out/rtt.dat'; outfile='$out/rtt.png'; clients='$clients_list'; subtitle='$rows records, nproc=$(nproc), PostgreSQL $(psql -X -At -d postgres -c 'SHOW server_version' | cut -d' ' -f1), fsync=$(psql -X -At -d postgres -c 'SHOW fsync')'" \
+    "$here/rtt.gp" || fail "gnuplot failed"
+  [ -s "$out/rtt.png" ] || fail "gnuplot wrote no plot"
+fi
+cat "$out/rtt.md"
+say "ok: outputs in $out (rtt.md, rtt.tsv, rtt.dat, rtt.png)"
