@@ -352,6 +352,19 @@ BEGIN
                 ' ELSE ''ok'' END, max(fence), max(owner_token::text)'
                 ' FROM sandbox_store.sandbox_ensure(%s)', lease, k, run, prov, prov, args);
         END CASE;
+    ELSIF r < 0.365 THEN
+        -- 1.3: the claim holder's last write, which also ends the claim
+        fn := 'sandbox_upsert_release';
+        a := ARRAY[k, sbfuzz.gen_fence(valid, cf, idx), sbfuzz.gen_text('provider', valid, NULL),
+                   sbfuzz.gen_text('id', valid, NULL), sbfuzz.gen_text('thread', valid, NULL),
+                   sbfuzz.gen_text('opt', valid, NULL), sbfuzz.gen_text('opt', valid, NULL),
+                   CASE WHEN random() < 0.5 THEN 'now()' ELSE sbfuzz.gen_timestamptz(valid) END];
+        args := format('%s, %s, %s, %s, %s, %s, %s, %s', a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]);
+        raw := format('SELECT * FROM sandbox_store.sandbox_upsert_release(%s)', args);
+        sql := format('SELECT CASE WHEN u.key IS DISTINCT FROM (%s)::text THEN ''upsert_release returned another key'''
+                      ' WHEN u.provider_sandbox_id IS DISTINCT FROM (%s)::text THEN ''upsert_release returned another record'''
+                      ' ELSE ''ok'' END, NULL::bigint, NULL::text'
+                      ' FROM sandbox_store.sandbox_upsert_release(%s) u', a[1], a[4], args);
     ELSIF r < 0.40 THEN
         fn := 'sandbox_upsert';
         a := ARRAY[k, sbfuzz.gen_text('provider', valid, NULL), sbfuzz.gen_text('id', valid, NULL),

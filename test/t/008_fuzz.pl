@@ -290,7 +290,7 @@ my $unreached = $node->safe_psql(
 SELECT string_agg(f, ', ' ORDER BY f)
   FROM unnest(ARRAY['sandbox_upsert', 'sandbox_get', 'sandbox_delete', 'sandbox_list', 'sandbox_ensure',
                     'sandbox_lock', 'sandbox_try_lock', 'sandbox_lock_id', 'sandbox_lock_holder',
-                    'sandbox_renew', 'sandbox_release', 'sandbox_reap']) f
+                    'sandbox_renew', 'sandbox_release', 'sandbox_reap', 'sandbox_upsert_release']) f
  WHERE NOT EXISTS (SELECT FROM sbfuzz.report r WHERE (r.stats ->> (f || ' 00000'))::int > 0)});
 is($unreached, '', 'every function was called and succeeded at least once');
 
