@@ -1,6 +1,6 @@
 -- The SQL interface (docs/reference.md) at version 1.1: the managed table
 -- sandbox_store.instances, the lease-mode objects (table leases, sequence
--- fence_seq, view claims) and the thirteen functions, with their exact argument
+-- fence_seq, view claims) and the fifteen functions, with their exact argument
 -- types, argument names (callers use named arguments, so names are contract)
 -- and return types.
 BEGIN;
