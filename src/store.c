@@ -296,14 +296,15 @@ return_rows(FunctionCallInfo fcinfo)
 /* Where an upsert function has its arguments (key is always the first). */
 typedef struct UpsertArgs
 {
-	int fields;   /* provider; then provider_sandbox_id, thread_id,
+	const char *name; /* the SQL function's */
+	int fields;       /* provider; then provider_sandbox_id, thread_id,
 				   * latest_snapshot_id, latest_run_id, updated_at */
-	int fence;    /* the fence */
-	bool release; /* fence required; end its claim */
+	int fence;        /* the fence */
+	bool release;     /* fence required; end its claim */
 } UpsertArgs;
 
-static const UpsertArgs upsert_args = {1, 7, false};
-static const UpsertArgs upsert_release_args = {2, 1, true};
+static const UpsertArgs upsert_args = {"sandbox_upsert", 1, 7, false};
+static const UpsertArgs upsert_release_args = {"sandbox_upsert_release", 2, 1, true};
 
 static Datum
 upsert(FunctionCallInfo fcinfo, const UpsertArgs *at)
@@ -378,8 +379,8 @@ upsert(FunctionCallInfo fcinfo, const UpsertArgs *at)
 	 * The row type now that the table is held: an admin's column change may
 	 * have committed while this call waited for it.
 	 */
-	desc = sb_result_planned_desc(
-		fcinfo, sb_result_desc(fcinfo, "sandbox_upsert", 1, MaxTupleAttributeNumber));
+	desc = sb_result_planned_desc(fcinfo,
+								  sb_result_desc(fcinfo, at->name, 1, MaxTupleAttributeNumber));
 	values = palloc(desc->natts * sizeof(Datum));
 	isnull = palloc(desc->natts * sizeof(bool));
 	sb_result_values(desc, SPI_tuptable->vals[0], SPI_tuptable->tupdesc, values, isnull);
