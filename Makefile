@@ -30,7 +30,7 @@ REGRESS_OPTS = --inputdir=test
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
 	delete-waits repeatable-read repeatable-read-claim repeatable-read-writers relation-swap column-change table-rewrite update-in-flight lock-space \
 	lease-exclusion lease-release lease-expiry lease-fencing lease-stale-release \
-	reap-skip reap-parallel reap-row-locks
+	reap-skip reap-parallel reap-row-locks upsert-release-rr
 ISOLATION_OPTS = --inputdir=test
 # Perl TAP (PostgreSQL::Test::Cluster): clusters of their own.
 TAP_TESTS = 1

@@ -47,7 +47,8 @@ struct chunk
 struct end
 {
 	int peer;          /* the other end's fd, -1 if unused */
-	int eof;           /* the other end closed: close after the queue drains */
+	int done;          /* this end closed: read no more from it */
+	int eof;           /* the other end closed: close both once this queue drains */
 	struct chunk *head, *tail;
 };
 
@@ -133,13 +134,13 @@ close_pair(int fd)
 
 	free_queue(&ends[fd]);
 	ends[fd].peer = -1;
-	ends[fd].eof = 0;
+	ends[fd].done = ends[fd].eof = 0;
 	close(fd);
 	if (peer >= 0)
 	{
 		free_queue(&ends[peer]);
 		ends[peer].peer = -1;
-		ends[peer].eof = 0;
+		ends[peer].done = ends[peer].eof = 0;
 		close(peer);
 	}
 }
@@ -185,6 +186,7 @@ main(int argc, char **argv)
 	struct pollfd *pfd = calloc(MAX_FDS + 1, sizeof(struct pollfd));
 	int lfd, one = 1;
 	struct rusage ru;
+	sigset_t blocked, unblocked;
 
 	if (argc != 4)
 	{
@@ -199,6 +201,11 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
+	/* SIGTERM and SIGINT arrive only inside ppoll, so none is lost before it */
+	sigemptyset(&blocked);
+	sigaddset(&blocked, SIGTERM);
+	sigaddset(&blocked, SIGINT);
+	sigprocmask(SIG_BLOCK, &blocked, &unblocked);
 
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -222,7 +229,7 @@ main(int argc, char **argv)
 		{
 			if (ends[fd].peer < 0)
 				continue;
-			pfd[n++] = (struct pollfd){.fd = fd, .events = ends[fd].eof ? 0 : POLLIN};
+			pfd[n++] = (struct pollfd){.fd = fd, .events = ends[fd].done ? 0 : POLLIN};
 			if (ends[fd].head)
 			{
 				if (ends[fd].head->due <= now)
@@ -239,7 +246,7 @@ main(int argc, char **argv)
 			timeout.tv_nsec = (long) (wait % 1000000000u);
 			tp = &timeout;
 		}
-		if (ppoll(pfd, (nfds_t) n, tp, NULL) < 0 && errno != EINTR)
+		if (ppoll(pfd, (nfds_t) n, tp, &unblocked) < 0 && errno != EINTR)
 		{
 			perror("delay-proxy: ppoll");
 			return 1;
@@ -278,27 +285,31 @@ main(int argc, char **argv)
 			}
 			if (ends[fd].peer < 0)
 				continue; /* closed with its peer in this round */
-			if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+			if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) && !ends[fd].done)
 			{
-				struct chunk *c = malloc(sizeof(struct chunk) + CHUNK);
-				ssize_t r = read(fd, c->data, CHUNK);
+				static char buf[CHUNK];
+				ssize_t r = read(fd, buf, sizeof(buf));
 				int to = ends[fd].peer;
+				struct chunk *c;
 
 				if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-				{
-					free(c);
 					continue;
-				}
 				if (r <= 0)
 				{
-					free(c);
 					/* deliver what is queued for the peer, then close both */
+					ends[fd].done = 1;
 					ends[to].eof = 1;
-					ends[fd].eof = 1;
 					if (ends[to].head == NULL)
 						close_pair(fd);
 					continue;
 				}
+				c = malloc(sizeof(struct chunk) + (size_t) r);
+				if (c == NULL)
+				{
+					perror("delay-proxy: malloc");
+					return 1;
+				}
+				memcpy(c->data, buf, (size_t) r);
 				c->next = NULL;
 				c->len = (size_t) r;
 				c->off = 0;

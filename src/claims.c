@@ -138,6 +138,15 @@ static SbStatement claim_release_fenced = {
 	{TEXTOID, INT8OID},
 	SPI_OK_UPDATE};
 
+/* Whether the claim that was given fence is set (its newest state). */
+static SbStatement claim_fenced_probe = {
+	"SELECT FROM sandbox_store.leases"
+	" WHERE key OPERATOR(pg_catalog.=) $1 AND fence OPERATOR(pg_catalog.=) $2"
+	" AND owner_token IS NOT NULL",
+	2,
+	{TEXTOID, INT8OID},
+	SPI_OK_SELECT};
+
 static SbStatement fence_probe = {
 	"SELECT fence FROM sandbox_store.leases WHERE key OPERATOR(pg_catalog.=) $1",
 	1,
@@ -481,8 +490,11 @@ sb_release_claim(const text *key, const pg_uuid_t *token)
 /*
  * With the key's lock held and fence checked (sb_check_fence): end the claim
  * that was given fence, the key's latest.  Nothing to do if it has ended
- * already (released, or expired and retired since, which would have given
- * the key a newer fence and failed the check).
+ * already (released; an expired claim retired since would have given the
+ * key a newer fence and failed the check).  Under REPEATABLE READ or
+ * SERIALIZABLE a claim committed after this transaction's snapshot is not
+ * there for the UPDATE: refuse (40001), as sb_retire_claim does, rather than
+ * write the record and leave the claim live.
  */
 void
 sb_release_fenced(const text *key, int64 fence)
@@ -491,5 +503,9 @@ sb_release_fenced(const text *key, int64 fence)
 
 	args[0] = PointerGetDatum(key);
 	args[1] = Int64GetDatum(fence);
-	(void) sb_spi_execute(&claim_release_fenced, args, NULL, false, InvalidSnapshot);
+	if (sb_spi_execute(&claim_release_fenced, args, NULL, false, InvalidSnapshot) > 0)
+		return;
+	if (IsolationUsesXactSnapshot() &&
+		sb_spi_execute(&claim_fenced_probe, args, NULL, false, GetLatestSnapshot()) > 0)
+		sb_report_serialization(key, "claim");
 }

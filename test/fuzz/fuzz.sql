@@ -352,7 +352,7 @@ BEGIN
                 ' ELSE ''ok'' END, max(fence), max(owner_token::text)'
                 ' FROM sandbox_store.sandbox_ensure(%s)', lease, k, run, prov, prov, args);
         END CASE;
-    ELSIF r < 0.365 THEN
+    ELSIF r >= 0.36 AND r < 0.40 THEN
         -- 1.3: the claim holder's last write, which also ends the claim
         fn := 'sandbox_upsert_release';
         a := ARRAY[k, sbfuzz.gen_fence(valid, cf, idx), sbfuzz.gen_text('provider', valid, NULL),
