@@ -24,7 +24,7 @@ PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 # scripts).  pg_regress: test/sql/<name>.sql against test/expected/<name>.out;
 # each test starts from a fresh extension (test/sql/include/fresh.sql), so
 # they do not depend on their order.
-REGRESS = setup store ensure errors security leases fences upsert_release distribute boundaries admin_columns row_security schema_squat direct hot upgrade
+REGRESS = setup store ensure errors security leases fences upsert_release distribute boundaries admin_columns row_security schema_squat direct hot plans upgrade
 REGRESS_OPTS = --inputdir=test
 # pg_isolation_regress: test/specs/<name>.spec against test/expected/<name>.out.
 ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \

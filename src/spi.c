@@ -20,7 +20,9 @@
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/plancache.h"
 #include "utils/syscache.h"
 
 /*
@@ -106,6 +108,54 @@ as_owner_begin(Oid *save_userid, int *save_sec_context)
 }
 
 /*
+ * Whether the statement's next run makes a plan: its first runs (custom
+ * plans, then the generic plan the backend keeps), and the first run after
+ * an invalidation (an ANALYZE or VACUUM of a table it reads, DDL).
+ */
+static bool
+will_plan(SPIPlanPtr plan)
+{
+	List *sources = SPI_plan_get_plan_sources(plan);
+	CachedPlanSource *source;
+
+	if (list_length(sources) != 1)
+		return true;
+	source = linitial(sources);
+	return !source->is_valid || source->gplan == NULL || !source->gplan->is_valid;
+}
+
+/*
+ * Every statement sb_spi_execute runs reads one key, or one thread's
+ * records, and has an index for it; only the reaper's sweep (a cursor) reads
+ * the whole table.  The planner does not always see that: on a table it
+ * believes empty (VACUUM of an empty table leaves 0 pages and 0 tuples) a
+ * sequential scan costs nothing, and the generic plan made then is kept
+ * while the table grows, scanning all of it on every call.  So plans are
+ * made with sequential scans off, the way PostgreSQL's own foreign-key
+ * checks set a GUC around their SPI queries; a kept plan runs without the
+ * GUC's cost.
+ */
+static int
+plan_by_index_begin(SPIPlanPtr plan)
+{
+	int nest_level;
+
+	if (!will_plan(plan))
+		return 0;
+	nest_level = NewGUCNestLevel();
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	return nest_level;
+}
+
+static void
+plan_by_index_end(int nest_level)
+{
+	if (nest_level > 0)
+		AtEOXact_GUC(true, nest_level);
+}
+
+/*
  * Run one statement as the tables' owner.  The caller is connected to SPI.
  * snapshot is InvalidSnapshot for SPI's usual choice (a fresh one for a
  * volatile caller in READ COMMITTED); read_only runs in the caller's snapshot.
@@ -115,6 +165,7 @@ uint64
 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only, Snapshot snapshot)
 {
 	SPIPlanPtr plan = sb_spi_plan(stmt);
+	int nest_level = plan_by_index_begin(plan);
 	Oid save_userid;
 	int save_sec_context;
 	int rc;
@@ -126,6 +177,7 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 	else
 		rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
+	plan_by_index_end(nest_level);
 
 	if (rc != stmt->expect)
 		elog(ERROR, "SPI_execute_plan returned %s for \"%s\", not %s", SPI_result_code_string(rc),
