@@ -10,8 +10,8 @@
 #     instances.key text on every node;
 #   - the store contract through the coordinator and through each worker:
 #     upsert, get, list, ensure (create, resume, recreate), lock and lease
-#     mode, fenced writes, claim/renew/release, delete, lock_holder, the
-#     claims view, reap;
+#     mode, fenced writes, claim/renew/release, the two-commit lease create
+#     (sandbox_upsert_release), delete, lock_holder, the claims view, reap;
 #   - fences per key after the key's shard moves to the other worker: the
 #     next fence is above the last, the old holder is refused (SB001), even
 #     with the new node's fence sequence far behind;
@@ -148,6 +148,22 @@ SELECT sandbox_store.sandbox_try_lock('$n/l');
 	is($out, "create\n1\n$n/l\nt\nt\n0\nt", "$n: lease mode: claim, fenced upsert, renew, release, try_lock");
 	is(sqlstate_of($via, "SELECT sandbox_store.sandbox_upsert('$n/l', 'e2b', 'x', 't', fence => 1000000)"),
 		'SB001', "$n: a write with a fence never given for the key is refused");
+
+	# The 1.3 lease-mode create: the claim, then one write that also ends it.
+	my $f1 = $via->safe_psql('postgres',
+		"SELECT fence FROM sandbox_store.sandbox_ensure('$n/r', 'run-1', lease => '1 hour')");
+	$out = $via->safe_psql(
+		'postgres', qq{
+SELECT key || ' ' || provider_sandbox_id FROM sandbox_store.sandbox_upsert_release('$n/r', $f1, 'e2b', 'sbx-r', 't');
+SELECT count(*) FROM sandbox_store.claims WHERE key = '$n/r';
+SELECT action || ' ' || provider_sandbox_id || ' ' || (fence > $f1) FROM sandbox_store.sandbox_ensure('$n/r', 'run-2', lease => '1 hour');
+});
+	is($out, "$n/r sbx-r\n0\nresume sbx-r true",
+		"$n: lease mode in two commits: claim, sandbox_upsert_release, the next claim resumes");
+	is(sqlstate_of($via, "SELECT sandbox_store.sandbox_upsert_release('$n/r', $f1, 'e2b', 'sbx-stale', 't')"),
+		'SB001', "$n: sandbox_upsert_release with the ended claim's fence is refused");
+	is($via->safe_psql('postgres', "SELECT provider_sandbox_id FROM sandbox_store.sandbox_get('$n/r')"),
+		'sbx-r', "$n: the refused write changed nothing");
 
 	# lock_holder: a transaction holding the key's lock, seen from here.
 	my $h = $via->background_psql('postgres');

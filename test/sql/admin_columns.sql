@@ -2,9 +2,10 @@
 -- admin_columns: an admin adds and drops columns of sandbox_store.instances.
 --
 -- The functions that return rows of the table (sandbox_get, sandbox_list,
--- sandbox_upsert, sandbox_reap) return its row type, which then has the
--- extra column (with its stored value) or a dropped one (invisible).  They
--- must never crash, misread or fail because of it, on either read path.
+-- sandbox_upsert, sandbox_upsert_release, sandbox_reap) return its row
+-- type, which then has the extra column (with its stored value) or a
+-- dropped one (invisible).  They must never crash, misread or fail because
+-- of it, on either read path.
 --
 \i test/sql/include/fresh.sql
 CREATE ROLE ac_app;
@@ -31,7 +32,13 @@ SELECT * FROM sandbox_store.sandbox_upsert('ac-2', 'e2b', 'sbx-2', 'ac-t', NULL,
        '2026-01-02 00:00:00+00');
 SELECT key, n FROM sandbox_store.sandbox_list('ac-t');
 SELECT action, key, provider_sandbox_id FROM sandbox_store.sandbox_ensure('ac-2', 'run-3', max_age => '1 day');
+-- The lease-mode create's last write (1.3) inserts by column name too: the
+-- NOT NULL column gets its default.
+SELECT action, fence AS acf5 FROM sandbox_store.sandbox_ensure('ac-5', 'run-5', lease => '1 hour') \gset
+SELECT key, provider_sandbox_id, thread_id, note, n
+  FROM sandbox_store.sandbox_upsert_release('ac-5', :acf5, 'e2b', 'sbx-5', 'ac-u');
 RESET ROLE;
+SELECT count(*) AS claims_left FROM sandbox_store.claims WHERE key = 'ac-5';
 RESET sandbox_store.direct_reads;
 UPDATE sandbox_store.instances SET note = 'kept', n = 42 WHERE key = 'ac-1';
 SET ROLE ac_app;
@@ -65,6 +72,11 @@ ALTER TABLE sandbox_store.instances ADD COLUMN latest_snapshot_id sandbox_store.
 SELECT key, latest_snapshot_id FROM sandbox_store.sandbox_upsert('ac-4', 'e2b', 'sbx-4', 'ac-t', 'snap-4');
 SELECT key, latest_snapshot_id FROM sandbox_store.sandbox_get('ac-4');
 SELECT action, key, latest_snapshot_id, provider_sandbox_id FROM sandbox_store.sandbox_ensure('ac-4', 'run-5');
+SELECT fence AS acf6 FROM sandbox_store.sandbox_claim('ac-6', '1 hour') \gset
+SELECT key, latest_snapshot_id, provider_sandbox_id
+  FROM sandbox_store.sandbox_upsert_release('ac-6', :acf6, 'e2b', 'sbx-6', 'ac-u', 'snap-6');
+SELECT key, latest_snapshot_id FROM sandbox_store.sandbox_get('ac-6');
+SELECT count(*) AS claims_left FROM sandbox_store.claims WHERE key = 'ac-6';
 
 -- Put the table back as it was for the tests that follow.
 SELECT sandbox_store.sandbox_delete(key) FROM sandbox_store.instances ORDER BY key;
