@@ -52,11 +52,14 @@ build=$(mktemp -d "${TMPDIR:-/tmp}/sb_citus.XXXXXX")
 trap 'rm -rf "$build"' EXIT
 echo "build-citus: building Citus $version for PostgreSQL 15 (log: $log)" >&2
 start=$SECONDS
+# (&&: in a list that ends with ||, errexit is off; a failed step must stop
+# the build.  MAKELEVEL and MAKEFLAGS from a calling make are cleared, as
+# build-server.sh does.)
 {
-  tar xzf "$vendor/$tarball" -C "$build" --strip-components=1
-  cd "$build"
-  ./configure --without-libcurl PG_CONFIG="$pgc"
-  make -j"$(nproc)"
-  make install
+  tar xzf "$vendor/$tarball" -C "$build" --strip-components=1 &&
+    cd "$build" &&
+    ./configure --without-libcurl PG_CONFIG="$pgc" &&
+    env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES make -j"$(nproc)" &&
+    env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES make install
 } >"$log" 2>&1 || { echo "build-citus: build failed; last lines of $log:" >&2; tail -20 "$log" >&2; exit 1; }
 echo "build-citus: Citus $version built and installed in $((SECONDS - start)) s" >&2

@@ -87,20 +87,28 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Started from make (make test, make matrix), this script inherits MAKELEVEL
+# and MAKEFLAGS.  PostgreSQL's build makes its generated headers (errcodes.h,
+# ...) only in a make at MAKELEVEL 0, so the server's own make must not see
+# them: with them, a build on a machine without a cache failed at once.
+unset MAKELEVEL MAKEFLAGS MFLAGS MAKEOVERRIDES
+
 log=$cache/pg$major.log
 build=$(mktemp -d "${TMPDIR:-/tmp}/sb_pgbuild.XXXXXX")
 trap 'rm -rf "$build"' EXIT
 echo "build-server: building PostgreSQL $major from $tarball into $prefix (log: $log)" >&2
 start=$SECONDS
 rm -rf "$prefix"
+# (&&: in a list that ends with ||, bash's errexit is off, and a failed step
+# must stop the build where its error is, the last lines shown below.)
 {
-  tar xf "$vendor/$tarball" -C "$build" --strip-components=1
-  cd "$build"
-  ./configure "${configure_opts[@]}"
-  make -j"$(nproc)"
-  make install
-  make -C contrib install
-  make -C src/test/isolation install
+  tar xf "$vendor/$tarball" -C "$build" --strip-components=1 &&
+    cd "$build" &&
+    ./configure "${configure_opts[@]}" &&
+    make -j"$(nproc)" &&
+    make install &&
+    make -C contrib install &&
+    make -C src/test/isolation install
 } >"$log" 2>&1 || { echo "build-server: build of PostgreSQL $major failed; last lines of $log:" >&2; tail -20 "$log" >&2; exit 1; }
 echo "$want" >"$stamp"
 echo "build-server: PostgreSQL $major built in $((SECONDS - start)) s" >&2
