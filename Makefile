@@ -24,13 +24,10 @@ PG_CFLAGS = -Wextra -Werror -Wno-unused-parameter -Wno-sign-compare \
 # scripts).  pg_regress: test/sql/<name>.sql against test/expected/<name>.out;
 # each test starts from a fresh extension (test/sql/include/fresh.sql), so
 # they do not depend on their order.
-REGRESS = setup store ensure errors security leases fences upsert_release distribute boundaries admin_columns row_security schema_squat direct hot plans upgrade
+REGRESS = $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
 REGRESS_OPTS = --inputdir=test
 # pg_isolation_regress: test/specs/<name>.spec against test/expected/<name>.out.
-ISOLATION = ensure-race ensure-three ensure-abort ensure-keys ensure-wait \
-	delete-waits repeatable-read repeatable-read-claim repeatable-read-writers relation-swap column-change table-rewrite update-in-flight lock-space \
-	lease-exclusion lease-release lease-expiry lease-fencing lease-stale-release \
-	reap-skip reap-parallel reap-row-locks upsert-release-rr
+ISOLATION = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test
 # Perl TAP (PostgreSQL::Test::Cluster): clusters of their own.
 TAP_TESTS = 1
