@@ -221,7 +221,12 @@ sb_required_fence(FunctionCallInfo fcinfo, int argno)
  * now() - age, for "older than age" tests, without the "timestamp out of
  * range" error of SQL arithmetic: an age reaching past the oldest timestamp
  * PostgreSQL has gives -infinity (nothing is that old).  age is not
- * negative.  Months count as in timestamp arithmetic.
+ * negative.  The arithmetic is done in UTC, whatever the session's
+ * TimeZone: the same microseconds are taken as a timestamp without time
+ * zone (which is UTC), so a day is 24 hours and a month a calendar month in
+ * UTC.  timestamptz arithmetic would count days and months in the session's
+ * zone, and two app servers in different zones would decide differently
+ * across a daylight-saving change.
  */
 TimestampTz
 sb_cutoff(const Interval *age)
@@ -238,8 +243,8 @@ sb_cutoff(const Interval *age)
 		TIMESTAMP_NOBEGIN(none);
 		return none;
 	}
-	return DatumGetTimestampTz(DirectFunctionCall2(
-		timestamptz_mi_interval, TimestampTzGetDatum(start), IntervalPGetDatum(age)));
+	return DatumGetTimestamp(DirectFunctionCall2(timestamp_mi_interval, TimestampGetDatum(start),
+												 IntervalPGetDatum(age)));
 }
 
 /* An interval argument that must be present; otherwise as sb_optional_interval. */
