@@ -293,7 +293,11 @@ return_rows(FunctionCallInfo fcinfo)
  * resume then commits twice (claim, write) instead of three times.
  */
 
-/* Where an upsert function has its arguments (key is always the first). */
+/*
+ * Where an upsert function has its arguments (key is always the first).
+ * They are checked in declaration order: sandbox_upsert's fence is its last
+ * argument, sandbox_upsert_release's its second.
+ */
 typedef struct UpsertArgs
 {
 	const char *name; /* the SQL function's */
@@ -302,6 +306,19 @@ typedef struct UpsertArgs
 	int fence;        /* the fence */
 	bool release;     /* fence required; end its claim */
 } UpsertArgs;
+
+/*
+ * Check the fence argument of an upsert function; returns whether the write
+ * is fenced.
+ */
+static bool
+upsert_fence(FunctionCallInfo fcinfo, const UpsertArgs *at, int64 *fence)
+{
+	if (!at->release)
+		return sb_optional_fence(fcinfo, at->fence, fence);
+	*fence = sb_required_fence(fcinfo, at->fence);
+	return true;
+}
 
 static const UpsertArgs upsert_args = {"sandbox_upsert", 1, 7, false};
 static const UpsertArgs upsert_release_args = {"sandbox_upsert_release", 2, 1, true};
@@ -316,10 +333,12 @@ upsert(FunctionCallInfo fcinfo, const UpsertArgs *at)
 	bool *isnull;
 	HeapTuple result;
 	int64 fence = 0;
-	bool fenced;
+	bool fenced = false;
 	MemoryContext outer = CurrentMemoryContext;
 
 	args[Anum_instances_key - 1] = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
+	if (at->fence < at->fields)
+		fenced = upsert_fence(fcinfo, at, &fence);
 	args[Anum_instances_provider - 1] =
 		PointerGetDatum(sb_required_text(fcinfo, at->fields, "provider"));
 	args[Anum_instances_provider_sandbox_id - 1] =
@@ -332,13 +351,8 @@ upsert(FunctionCallInfo fcinfo, const UpsertArgs *at)
 		PointerGetDatum(sb_optional_text(fcinfo, at->fields + 4, "latest_run_id"));
 	args[Anum_instances_updated_at - 1] =
 		TimestampTzGetDatum(sb_required_timestamp(fcinfo, at->fields + 5, "updated_at"));
-	if (at->release)
-	{
-		fence = sb_required_fence(fcinfo, at->fence);
-		fenced = true;
-	}
-	else
-		fenced = sb_optional_fence(fcinfo, at->fence, &fence);
+	if (at->fence > at->fields)
+		fenced = upsert_fence(fcinfo, at, &fence);
 	for (int i = 0; i < Natts_instances; i++)
 		nulls[i] =
 			DatumGetPointer(args[i]) == NULL && i != Anum_instances_updated_at - 1 ? 'n' : ' ';

@@ -142,7 +142,8 @@ INSERT INTO calls(q) VALUES
 -- The first bad argument is reported (argument order), before the lease.
   ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', wait => '-1 s', lease => '0')$$),
   ($$SELECT sandbox_store.sandbox_ensure('err-key', 'r', max_age => '-1 s', lease => NULL)$$),
-  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', updated_at => 'infinity', fence => 0)$$);
+  ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', updated_at => 'infinity', fence => 0)$$),
+  ($$SELECT sandbox_store.sandbox_upsert_release('err-key', 0, NULL, 's', 't', updated_at => 'infinity')$$);
 
 SELECT n, pg_temp.err(q) FROM calls ORDER BY n;
 
