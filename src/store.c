@@ -106,10 +106,16 @@ static SbStatement delete_stmt = {
 	{TEXTOID},
 	SPI_OK_DELETE};
 
-/* Stamp a fresh record with a run. */
+/*
+ * Stamp a fresh record with a run.  A record is fresh when updated_at is at
+ * or after $3, the caller's transaction start minus max_age (sb_cutoff).
+ * The stamp never moves updated_at backwards: a record written by a
+ * transaction that started after the caller's (and committed before the
+ * caller took the key) keeps that later time.
+ */
 #define STAMP_SQL                                                                                  \
 	"UPDATE sandbox_store.instances"                                                               \
-	" SET latest_run_id = $2, updated_at = pg_catalog.now()"                                       \
+	" SET latest_run_id = $2, updated_at = GREATEST(updated_at, pg_catalog.now())"                 \
 	" WHERE key OPERATOR(pg_catalog.=) $1"                                                         \
 	" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=) $3)"                                   \
 	" AND ($4 IS NULL OR provider OPERATOR(pg_catalog.=) $4)"
@@ -214,11 +220,12 @@ lookup_current(Datum key)
 }
 
 /*
- * Stamp the key's record with run_id and now() if it is fresh: no older than
- * max_age (when given) and owned by provider (when given).  Returns true and
- * the stamped record, or false when there is no fresh record.  The caller is
- * connected to SPI (spi.c) and holds the key's lock; the record is copied to
- * the context the connection was made from.
+ * Stamp the key's record with run_id and now() (keeping a later updated_at)
+ * if it is fresh: no older than max_age (when given) and owned by provider
+ * (when given).  Returns true and the stamped record, or false when there is
+ * no fresh record.  The caller is connected to SPI (spi.c) and holds the
+ * key's lock; the record is copied to the context the connection was made
+ * from.
  */
 bool
 sb_store_stamp(const text *key, const text *run_id, const Interval *max_age, const text *provider,

@@ -53,7 +53,7 @@ SELECT action FROM sandbox_store.sandbox_ensure('e3', 'r', max_age => '10 minute
 SELECT key FROM sandbox_store.sandbox_upsert('e3', 'p', 'sbx-e3', 't', updated_at => now() - interval '10 minutes 0.001 seconds');
 SELECT action FROM sandbox_store.sandbox_ensure('e3', 'r', max_age => '10 minutes');
 ROLLBACK;
--- max_age 0: only a record stamped in this very transaction is fresh.
+-- max_age 0: a record last written before this transaction started is stale.
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('e1', 'r0', max_age => '0');
 ROLLBACK;
