@@ -45,7 +45,7 @@ run_version() {
   ver=$("$pgc" --version)
   echo "matrix: $ver ($pgc)" >&2
   copy_tree "$dir"
-  make -C "$dir" -s PG_CONFIG="$pgc" all install >"$dir/build.log" 2>&1 ||
+  make -C "$dir" -s PG_CONFIG="$pgc" WERROR=1 all install >"$dir/build.log" 2>&1 ||
     { cat "$dir/build.log" >&2; echo "extension build failed"; return 1; }
   if [ ! -f "$sharedir/extension/pgtap.control" ]; then
     cp /usr/share/postgresql/15/extension/pgtap* "$sharedir/extension/" ||

@@ -1,0 +1,72 @@
+# test/test.mk: the two commands of a fresh machine and the test suites
+# (included by the Makefile).  Each suite runs against the server in
+# PGHOST/PGPORT (a superuser); test/scripts/with-cluster.sh runs any of them
+# against a throwaway cluster instead.
+
+export PG_CONFIG
+
+.PHONY: deps installed demo test matrix lint regresscheck isolationcheck pgtapcheck \
+	stresscheck tapcheck citus-check clientcheck memcheck growthcheck
+
+# Debian packages the build, the tests and the demo need (as root).
+deps:
+	test/scripts/install-deps.sh
+
+# Built warning-free (-Werror) and installed into the server of PG_CONFIG.
+installed: deps
+	$(MAKE) all WERROR=1
+	$(MAKE) install
+
+# The demo, on a throwaway cluster.
+demo: installed
+	test/scripts/with-cluster.sh test/scripts/demo.sh
+
+# Every suite on Debian's PostgreSQL 15 (test/scripts/run-tests.sh), then
+# the matrix of PostgreSQL 15-19; fails if either failed.
+test: installed
+	test/scripts/build-citus.sh
+	rc=0; test/scripts/with-cluster.sh test/scripts/run-tests.sh || rc=1; \
+	test/scripts/matrix.sh $(MATRIX_VERSIONS) || rc=1; exit $$rc
+
+# Each missing server is built once into a cache outside the clone.
+MATRIX_VERSIONS = 15 16 17 18 19
+matrix: deps
+	test/scripts/matrix.sh $(MATRIX_VERSIONS)
+
+lint:
+	clang-format --dry-run --Werror src/*.c src/*.h
+	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q --max-configs=1 \
+		--suppress=missingIncludeSystem --suppress=missingInclude --suppress=toomanyconfigs \
+		"--suppress=*:$(includedir_server)/*" -I src -I $(includedir_server) src/
+
+regresscheck:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+
+isolationcheck:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) \
+		--dbname=isolation_regression $(ISOLATION)
+
+pgtapcheck:
+	test/scripts/pgtap.sh
+
+stresscheck:
+	test/stress/run.sh
+	test/stress/rr_upsert.sh
+
+tapcheck:
+	$(prove_installcheck)
+
+# On a citus coordinator and two workers (Citus built by build-citus.sh).
+citus-check:
+	$(MAKE) --no-print-directory tapcheck PROVE_TESTS=test/citus/citus.pl
+
+clientcheck:
+	clients/typescript/test/run.sh
+
+# AddressSanitizer + UBSan build on a private server of its own.
+memcheck:
+	test/memory/run.sh
+
+# 1,000,000 calls in one backend: no memory growth.
+growthcheck:
+	test/memory/growth.sh
