@@ -22,7 +22,7 @@ if [ "$(id -u)" = 0 ]; then
   copy=$(mktemp -d /tmp/sb_bench_citus.XXXXXX)
   cp -a "$top/bench" "$copy/"
   chown -R postgres: "$copy"
-  exec runuser -u postgres -- env BENCH_ROWS="${BENCH_ROWS:-}" BENCH_SECONDS="${BENCH_SECONDS:-}" \
+  exec runuser -u postgres -- env PG_CONFIG="${PG_CONFIG:-pg_config}" BENCH_ROWS="${BENCH_ROWS:-}" BENCH_SECONDS="${BENCH_SECONDS:-}" \
     BENCH_CLIENTS="${BENCH_CLIENTS:-}" BENCH_REPEATS="${BENCH_REPEATS:-}" "$copy/bench/citus.sh"
 fi
 
@@ -30,7 +30,7 @@ rows=${BENCH_ROWS:-20000}
 seconds=${BENCH_SECONDS:-10}
 clients=${BENCH_CLIENTS:-8}
 repeats=${BENCH_REPEATS:-3}
-bin=/usr/lib/postgresql/15/bin
+bin=$("${PG_CONFIG:-pg_config}" --bindir)
 dir=$(mktemp -d "${TMPDIR:-/tmp}/sb_citus_bench.XXXXXX")
 declare -A port=([single]=5811 [coordinator]=5812 [worker1]=5813 [worker2]=5814)
 

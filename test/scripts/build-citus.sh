@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# build-citus.sh: make sure Citus is installed into Debian's PostgreSQL 15,
-# building it once from the vendored source when it is not.
+# build-citus.sh: make sure Citus is installed into the PostgreSQL 15 of
+# PG_CONFIG (default: pg_config on PATH, Debian's 15 here), building it once
+# from the vendored source when it is not.
 #
 # Debian 12 has no Citus package, so the source comes from
-# citus-13.2.2.tar.gz in SB_VENDOR_DIR (default: ../shared/vendor next to
-# the repository, else /work/shared/vendor).  The tarball carries one patch
+# citus-13.2.2.tar.gz in SB_VENDOR_DIR (default: shared/vendor in the
+# directory that holds the clone).  The tarball carries one patch
 # (have_createdb_privilege is exported by PostgreSQL 15.20 itself).  Builds
 # with --without-libcurl; needs root to install packages and the result.
 # A build is skipped when citus.so and citus.control of 13.2.2 are there.
@@ -13,7 +14,8 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-pgc=/usr/lib/postgresql/15/bin/pg_config
+pgc=$(command -v "${PG_CONFIG:-pg_config}" || true)
+[ -n "$pgc" ] || { echo "build-citus: ${PG_CONFIG:-pg_config} not found" >&2; exit 1; }
 version=13.2.2
 tarball=citus-$version.tar.gz
 
@@ -23,13 +25,8 @@ if [ -f "$control" ] && [ -f "$("$pgc" --pkglibdir)/citus.so" ] &&
   exit 0
 fi
 
-vendor=${SB_VENDOR_DIR:-}
-if [ -z "$vendor" ]; then
-  for d in "$top/../shared/vendor" /work/shared/vendor; do
-    [ -f "$d/$tarball" ] && { vendor=$(cd "$d" && pwd); break; }
-  done
-fi
-[ -n "$vendor" ] || { echo "build-citus: $tarball not found (set SB_VENDOR_DIR)" >&2; exit 1; }
+vendor=${SB_VENDOR_DIR:-$top/../shared/vendor}
+[ -f "$vendor/$tarball" ] || { echo "build-citus: $vendor/$tarball not found (set SB_VENDOR_DIR)" >&2; exit 1; }
 if [ "$(id -u)" != 0 ]; then
   echo "build-citus: citus is not installed and this is not root: the citus suite will be skipped" >&2
   exit 0

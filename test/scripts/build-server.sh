@@ -4,8 +4,9 @@
 # Print the pg_config of a PostgreSQL server of major version MAJOR, building
 # the server first if it is not in the cache yet.
 #
-#   15      Debian's packages (/usr/lib/postgresql/15), never built here
-#   16..19  built from the vendored source tarball (see sources below) into
+#   the major of PG_CONFIG (default: pg_config on PATH; Debian's 15 here)
+#           that server itself, never built here
+#   16..19  built from the source tarball (see sources below) into
 #           $SB_PG_CACHE/pgMAJOR, once per machine: later runs reuse it
 #
 # A build is reused only if its stamp file names the same tarball (by
@@ -14,8 +15,8 @@
 #
 #   SB_PG_CACHE    cache directory (default /var/cache/sandbox_store when
 #                  writable, else ~/.cache/sandbox_store)
-#   SB_VENDOR_DIR  where the tarballs are (default: ../shared/vendor next to
-#                  the repository, else /work/shared/vendor)
+#   SB_VENDOR_DIR  where the tarballs are (default: shared/vendor in the
+#                  directory that holds the clone)
 #
 # Building takes 4-5 minutes per version on two cores.  Progress goes to
 # stderr, the build log to $SB_PG_CACHE/pgMAJOR.log; only the pg_config path
@@ -25,13 +26,15 @@ set -euo pipefail
 major=${1:?usage: build-server.sh MAJOR}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
-case $major in
-15)
-  pgc=/usr/lib/postgresql/15/bin/pg_config
-  [ -x "$pgc" ] || { echo "build-server: $pgc missing (make deps installs postgresql-server-dev-15)" >&2; exit 1; }
-  echo "$pgc"
+base=$(command -v "${PG_CONFIG:-pg_config}" || true)
+[ -n "$base" ] || { echo "build-server: ${PG_CONFIG:-pg_config} not found (make deps installs postgresql-server-dev-15)" >&2; exit 1; }
+base_major=$("$base" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+if [ "$major" = "$base_major" ]; then
+  echo "$base"
   exit 0
-  ;;
+fi
+
+case $major in
 16) tarball=postgresql-16beta2.tar.gz ;;
 17) tarball=postgresql-17beta2.tar.gz ;;
 18) tarball=postgresql-18.6.tar.bz2 ;;
@@ -48,12 +51,7 @@ else
 fi
 mkdir -p "$cache"
 
-vendor=${SB_VENDOR_DIR:-}
-if [ -z "$vendor" ]; then
-  for d in "$top/../shared/vendor" /work/shared/vendor; do
-    [ -f "$d/$tarball" ] && { vendor=$(cd "$d" && pwd); break; }
-  done
-fi
+vendor=${SB_VENDOR_DIR:-$top/../shared/vendor}
 
 prefix=$cache/pg$major
 configure_opts=(--prefix="$prefix" --without-icu --with-openssl --with-lz4 --with-zstd --enable-tap-tests)

@@ -22,6 +22,10 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(15 16 17 18 19)
+# The base server: the one of PG_CONFIG (Debian's 15 here); pg_upgrade
+# starts from it, and pgTAP's SQL files come from it.
+base_pgc=$(command -v "${PG_CONFIG:-pg_config}") || { echo "matrix: ${PG_CONFIG:-pg_config} not found" >&2; exit 1; }
+base_bindir=$("$base_pgc" --bindir) base_sharedir=$("$base_pgc" --sharedir)
 as_postgres=()
 [ "$(id -u)" = 0 ] && as_postgres=(runuser -u postgres --)
 
@@ -48,14 +52,14 @@ run_version() {
   make -C "$dir" -s PG_CONFIG="$pgc" WERROR=1 all install >"$dir/build.log" 2>&1 ||
     { cat "$dir/build.log" >&2; echo "extension build failed"; return 1; }
   if [ ! -f "$sharedir/extension/pgtap.control" ]; then
-    cp /usr/share/postgresql/15/extension/pgtap* "$sharedir/extension/" ||
+    cp "$base_sharedir"/extension/pgtap* "$sharedir/extension/" ||
       { echo "no pgTAP to copy"; return 1; }
   fi
   PG_CONFIG=$pgc "$dir/test/scripts/with-cluster.sh" test/scripts/version-suites.sh >&2 ||
     { echo "suites failed"; return 1; }
   if [ "$major" -ge 18 ]; then
     chown -R postgres: "$dir" 2>/dev/null || true
-    (cd "$dir" && "${as_postgres[@]}" env SB_OLD_BINDIR=/usr/lib/postgresql/15/bin SB_NEW_BINDIR="$bindir" \
+    (cd "$dir" && "${as_postgres[@]}" env SB_OLD_BINDIR="$base_bindir" SB_NEW_BINDIR="$bindir" \
       make --no-print-directory tapcheck PG_CONFIG="$pgc" PROVE_TESTS=test/upgrade/pg_upgrade.pl) >&2 ||
       { echo "pg_upgrade from 15 failed"; return 1; }
   fi
