@@ -220,44 +220,68 @@ sb_sleep_until(const SbWait *wait, int *delay_ms, TimestampTz wake_by)
 }
 
 /*
- * The portals that exist, found through their memory: every portal's
- * context is a child of the portal manager's root context (so the parent of
- * the active portal's) and carries the portal's name as its identifier
- * (portalmem.c keeps the table of portals to itself), except that the
- * unnamed portal's says "<unnamed>" in current releases (older ones have its
- * name, "", which needs nothing more).  A context is taken for a portal only
- * if that portal's context is this one.
+ * The portals that exist, found through their memory (portalmem.c keeps the
+ * table of portals to itself): every portal's context is a child of the
+ * portal manager's root context, so a sibling of the active portal's, and
+ * carries the portal's name as its identifier, except that the unnamed
+ * portal's says "<unnamed>" in current releases (older ones have its name,
+ * "", which needs nothing more).  The other children of the root are hold
+ * stores' contexts, which have no identifier.  NULL when no portal is active
+ * (so none is running a query).
  */
+static MemoryContext
+portal_root(void)
+{
+	if (ActivePortal == NULL || ActivePortal->portalContext == NULL)
+		return NULL;
+	return ActivePortal->portalContext->parent;
+}
+
+/* The portal whose context this is, or NULL. */
 static Portal
 portal_of_context(MemoryContext cxt)
 {
+	const char *name = cxt->ident;
 	Portal portal;
 
-	if (cxt->ident == NULL)
+	if (name == NULL)
 		return NULL;
-	portal = GetPortalByName(cxt->ident);
+	if (strcmp(name, "<unnamed>") == 0)
+		name = ""; /* most likely; a cursor named "<unnamed>" is looked up next */
+	portal = GetPortalByName(name);
 	if (portal != NULL && portal->portalContext == cxt)
 		return portal;
-	if (strcmp(cxt->ident, "<unnamed>") != 0)
+	if (name == cxt->ident)
 		return NULL;
-	portal = GetPortalByName("");
+	portal = GetPortalByName(cxt->ident);
 	return portal != NULL && portal->portalContext == cxt ? portal : NULL;
 }
 
 /* Whether any portal of this backend passes the test. */
 static bool
-any_portal(bool (*test)(Portal portal))
+any_portal(MemoryContext root, bool (*test)(Portal portal))
 {
-	if (ActivePortal == NULL || ActivePortal->portalContext == NULL)
-		return false; /* no query is running, so no portal is running one */
-	for (MemoryContext cxt = ActivePortal->portalContext->parent->firstchild; cxt != NULL;
-		 cxt = cxt->nextchild)
+	for (MemoryContext cxt = root->firstchild; cxt != NULL; cxt = cxt->nextchild)
 	{
 		Portal portal = portal_of_context(cxt);
 
 		if (portal != NULL && test(portal))
 			return true;
 	}
+	return false;
+}
+
+/*
+ * Whether any portal has a hold store: a context among the portals' without
+ * an identifier.  A few instructions, where looking the portals up costs a
+ * hash lookup each: on the hot path, portals are looked up only if so.
+ */
+static bool
+any_hold_store(MemoryContext root)
+{
+	for (MemoryContext cxt = root->firstchild; cxt != NULL; cxt = cxt->nextchild)
+		if (cxt->ident == NULL)
+			return true;
 	return false;
 }
 
@@ -292,7 +316,9 @@ portal_being_kept(Portal portal)
 void
 sb_check_lock_scope(const char *fname)
 {
-	if (any_portal(portal_being_kept))
+	MemoryContext root = portal_root();
+
+	if (root != NULL && any_hold_store(root) && any_portal(root, portal_being_kept))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("%s cannot run while its transaction ends", fname),
@@ -325,9 +351,12 @@ portal_running_procedure(Portal portal)
 bool
 sb_lock_ends_with_statement(void)
 {
+	MemoryContext root;
+
 	if (IsTransactionBlock() || SPI_inside_nonatomic_context())
 		return false;
-	return !any_portal(portal_running_procedure);
+	root = portal_root();
+	return root == NULL || !any_portal(root, portal_running_procedure);
 }
 
 /* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */
