@@ -3,9 +3,11 @@
  * take.c
  *	  Taking a key: how long a caller may wait, the key's lock taken within
  *	  that, the wait for a live claim (let go of the lock, sleep with
- *	  backoff, look again), "could not lock" (55P03), and the SQL functions
- *	  that do nothing but take a key: sandbox_lock, sandbox_try_lock,
- *	  sandbox_claim, sandbox_renew and sandbox_release.
+ *	  backoff, look again), "could not lock" (55P03), how long a lock taken
+ *	  now would last (none while the transaction ends; until the statement
+ *	  ends in autocommit), and the SQL functions that do nothing but take a
+ *	  key: sandbox_lock, sandbox_try_lock, sandbox_claim, sandbox_renew and
+ *	  sandbox_release.
  *
  * Below it: locks.c (the advisory lock itself) and claims.c (the leases
  * table).  Above it: the callers that take a key and then decide
