@@ -56,6 +56,25 @@ BEGIN
 END $$;
 CALL pg_temp.create_in_block('s-proc-3');
 
+-- A procedure's cursor loop over keys that decides on each key in the
+-- loop's body and commits: each call runs in a transaction of its own,
+-- under its lock until that COMMIT (only a call inside the loop's own query
+-- would run at the COMMIT: specs/lock-scope.spec).
+CREATE PROCEDURE pg_temp.each_key() LANGUAGE plpgsql AS $$
+DECLARE
+  r record;
+  a text;
+BEGIN
+  FOR r IN SELECT k FROM unnest(ARRAY['s-loop-1', 's-loop-2']) AS k LOOP
+    SELECT action INTO a FROM sandbox_store.sandbox_ensure(r.k, 'run-1');
+    PERFORM key FROM sandbox_store.sandbox_upsert(r.k, 'prov', 'sbx-' || r.k, 'thread-s');
+    RAISE NOTICE '%: %, held: %', r.k, a, (SELECT count(*) FROM my_sb_locks);
+    COMMIT;
+  END LOOP;
+END $$;
+CALL pg_temp.each_key();
+SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_list('thread-s') ORDER BY key;
+
 -- A DO block is run like a procedure.
 DO $$
 BEGIN
