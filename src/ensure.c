@@ -24,7 +24,6 @@
 #include "sandbox_store.h"
 
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
@@ -144,14 +143,18 @@ ensure_decide(TupleDesc desc, const EnsureArgs *a)
 	}
 	sb_spi_finish();
 
-	if (!claimed && strcmp(action, "resume") != 0 && !IsTransactionBlock())
+	/*
+	 * Outside a transaction block the lock ends with the client's statement,
+	 * unless a procedure or DO block holds it until its own COMMIT (take.c).
+	 */
+	if (!claimed && strcmp(action, "resume") != 0 && sb_lock_ends_with_statement())
 		ereport(
 			WARNING,
 			(errmsg("sandbox_ensure returned \"%s\" outside a transaction block", action),
 			 errdetail(
-				 "The lock on the key ended with the statement, so another session may also be told to create a sandbox for it."),
+				 "The lock on the key ends with the statement, so another session may also be told to create a sandbox for it."),
 			 errhint(
-				 "Call sandbox_ensure after BEGIN and upsert the new record before COMMIT, or pass a lease.")));
+				 "Call sandbox_ensure after BEGIN (or in a procedure) and upsert the new record before COMMIT, or pass a lease.")));
 
 	return ensure_row(desc, action, strcmp(action, "create") == 0 ? NULL : &rec,
 					  claimed ? &claim : NULL);

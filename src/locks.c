@@ -18,6 +18,12 @@
  * connection dies, and nothing survives into a pooled connection's next
  * client.
  *
+ * A key's lock exists on the primary only.  A hot standby would grant its
+ * own advisory lock, which excludes nothing on the primary, and its pg_locks
+ * shows none of the primary's: taking a key's lock or reporting its holder
+ * fails there (25006), at this level, so no caller above can hand out a lock
+ * that excludes nothing.
+ *
  *-------------------------------------------------------------------------
  */
 #include "sandbox_store.h"
@@ -26,6 +32,7 @@
 #include <math.h>
 
 #include "access/htup_details.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -61,6 +68,35 @@ sb_lock_id(const text *key)
 	return hash;
 }
 
+/* What a call on a standby wanted of the key's lock. */
+typedef enum SbStandbyRefusal
+{
+	SB_STANDBY_LOCK,  /* take it */
+	SB_STANDBY_HOLDER /* report who holds it */
+} SbStandbyRefusal;
+
+/* Taking or reporting a key's lock on a hot standby: 25006. */
+SB_NORETURN_BEFORE static void report_on_standby(const text *key,
+												 SbStandbyRefusal what) SB_NORETURN_AFTER;
+
+static void
+report_on_standby(const text *key, SbStandbyRefusal what)
+{
+	if (what == SB_STANDBY_HOLDER)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			 errmsg("cannot report the holder of sandbox key \"%s\" on a standby",
+					text_to_cstring(key)),
+			 errdetail("The key's lock is held on the primary, whose locks a standby cannot see."),
+			 errhint("Connect to the primary.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+			 errmsg("cannot lock sandbox key \"%s\" on a standby", text_to_cstring(key)),
+			 errdetail("A standby's locks exclude nothing on the primary, where the key is held."),
+			 errhint("Connect to the primary.")));
+}
+
 static void
 set_key_locktag(LOCKTAG *tag, const text *key)
 {
@@ -74,12 +110,15 @@ set_key_locktag(LOCKTAG *tag, const text *key)
  * not at all (dont_wait; false when another transaction holds it), or
  * waiting as PostgreSQL's lock manager does (lock_timeout, deadlock
  * detection, cancel).  True when held (also when held by us already).
+ * Fails on a standby.
  */
 bool
 sb_advisory_lock(const text *key, bool dont_wait)
 {
 	LOCKTAG tag;
 
+	if (RecoveryInProgress())
+		report_on_standby(key, SB_STANDBY_LOCK);
 	set_key_locktag(&tag, key);
 	return LockAcquire(&tag, ExclusiveLock, false, dont_wait) != LOCKACQUIRE_NOT_AVAIL;
 }
@@ -120,7 +159,8 @@ static SbStatement holder_stmt = {
  *
  * The pid of the backend whose transaction holds the key's lock, 0 when a
  * prepared transaction holds it, or NULL when nobody does.  (A claim has no
- * backend: see the view sandbox_store.claims.)
+ * backend: see the view sandbox_store.claims.)  Fails on a standby, whose
+ * pg_locks would show no holder of a key the primary holds.
  */
 Datum
 sandbox_lock_holder(PG_FUNCTION_ARGS)
@@ -131,6 +171,8 @@ sandbox_lock_holder(PG_FUNCTION_ARGS)
 	bool found;
 	int32 pid = 0;
 
+	if (RecoveryInProgress())
+		report_on_standby(key, SB_STANDBY_HOLDER);
 	args[0] = ObjectIdGetDatum(MyDatabaseId);
 	args[1] = ObjectIdGetDatum((Oid) (id >> 32));
 	args[2] = ObjectIdGetDatum((Oid) (uint32) id);

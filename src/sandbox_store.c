@@ -11,11 +11,12 @@
  *	  reap.c		deleting idle records nobody holds (sandbox_reap)
  *	  store.c		the record table (sandbox_upsert, _get, _delete, _list)
  *	  taking a key
- *	  take.c		waits, claims in the way, 55P03 (sandbox_lock, _try_lock,
- *					_claim, _renew, _release)
+ *	  take.c		waits, claims in the way, 55P03, the lock's scope
+ *					(sandbox_lock, _try_lock, _claim, _renew, _release)
  *	  tables and locks
  *	  claims.c		the leases table and fences
- *	  locks.c		the per-key advisory lock (sandbox_lock_id, _lock_holder)
+ *	  locks.c		the per-key advisory lock, primary only (sandbox_lock_id,
+ *					_lock_holder)
  *	  result.c		the row types functions return, looked up once per backend
  *	  direct.c		direct primary-key reads of the hottest lookups
  *	  spi.c			how statements run: prepared once, as the tables' owner

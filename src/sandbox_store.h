@@ -187,6 +187,7 @@ SB_NORETURN_BEFORE extern void sb_report_claim_lost(const text *key, SbClaimLost
 /* take.c: taking a key (waits, claims in the way, 55P03) */
 extern SbWait sb_wait_from(const Interval *wait);
 extern void sb_check_lock_scope(const char *fname);
+extern bool sb_lock_ends_with_statement(void);
 extern void sb_lock_key(const text *key, const SbWait *wait);
 extern void sb_back_off(const text *key, const SbWait *wait, const SbClaim *blocker, int *delay_ms);
 extern void sb_acquire_key(const text *key, const SbWait *wait);

@@ -3,9 +3,11 @@
  * take.c
  *	  Taking a key: how long a caller may wait, the key's lock taken within
  *	  that, the wait for a live claim (let go of the lock, sleep with
- *	  backoff, look again), "could not lock" (55P03), and the SQL functions
- *	  that do nothing but take a key: sandbox_lock, sandbox_try_lock,
- *	  sandbox_claim, sandbox_renew and sandbox_release.
+ *	  backoff, look again), "could not lock" (55P03), how long a lock taken
+ *	  now would last (none while the transaction ends; until the statement
+ *	  ends in autocommit), and the SQL functions that do nothing but take a
+ *	  key: sandbox_lock, sandbox_try_lock, sandbox_claim, sandbox_renew and
+ *	  sandbox_release.
  *
  * Below it: locks.c (the advisory lock itself) and claims.c (the leases
  * table).  Above it: the callers that take a key and then decide
@@ -26,9 +28,10 @@
 #include <limits.h>
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "nodes/parsenodes.h"
+#include "nodes/memnodes.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -219,22 +222,143 @@ sb_sleep_until(const SbWait *wait, int *delay_ms, TimestampTz wake_by)
 }
 
 /*
- * A transaction-scoped lock is useless in a WITH HOLD cursor: PostgreSQL runs
- * such a cursor's query to the end while the transaction commits, so the
- * lock would end before the caller saw the result (and sandbox_ensure would
- * answer create without its outside-a-transaction WARNING).  Lock-mode calls
- * refuse to run there.
+ * The portals that exist, found through their memory (portalmem.c keeps the
+ * table of portals to itself): every portal's context is a child of the
+ * portal manager's root context, so a sibling of the active portal's, and
+ * carries the portal's name as its identifier, except that the unnamed
+ * portal's says "<unnamed>" in current releases (older ones have its name,
+ * "", which needs nothing more).  The other children of the root are hold
+ * stores' contexts, which have no identifier.  NULL when no portal is active
+ * (so none is running a query).
+ */
+static MemoryContext
+portal_root(void)
+{
+	if (ActivePortal == NULL || ActivePortal->portalContext == NULL)
+		return NULL;
+	return ActivePortal->portalContext->parent;
+}
+
+/* The portal whose context this is, or NULL. */
+static Portal
+portal_of_context(MemoryContext cxt)
+{
+	const char *name = cxt->ident;
+	Portal portal;
+
+	if (name == NULL)
+		return NULL;
+	if (strcmp(name, "<unnamed>") == 0)
+		name = ""; /* most likely; a cursor named "<unnamed>" is looked up next */
+	portal = GetPortalByName(name);
+	if (portal != NULL && portal->portalContext == cxt)
+		return portal;
+	if (name == cxt->ident)
+		return NULL;
+	portal = GetPortalByName(cxt->ident);
+	return portal != NULL && portal->portalContext == cxt ? portal : NULL;
+}
+
+/* Whether any portal of this backend passes the test. */
+static bool
+any_portal(MemoryContext root, bool (*test)(Portal portal))
+{
+	for (MemoryContext cxt = root->firstchild; cxt != NULL; cxt = cxt->nextchild)
+	{
+		Portal portal = portal_of_context(cxt);
+
+		if (portal != NULL && test(portal))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether any portal has a hold store: a context among the portals' without
+ * an identifier.  A few instructions, where looking the portals up costs a
+ * hash lookup each: on the hot path, portals are looked up only if so.
+ */
+static bool
+any_hold_store(MemoryContext root)
+{
+	for (MemoryContext cxt = root->firstchild; cxt != NULL; cxt = cxt->nextchild)
+		if (cxt->ident == NULL)
+			return true;
+	return false;
+}
+
+/*
+ * A portal whose query PostgreSQL is running to its end into a hold store to
+ * keep its rows past the end of the transaction (PersistHoldablePortal): a
+ * WITH HOLD cursor at COMMIT, or a procedure's cursor loop at COMMIT or
+ * ROLLBACK.  Only then does a query-running (PORTAL_ONE_SELECT) portal of
+ * the transaction have a hold store while active; afterwards the portal
+ * belongs to no transaction (createSubid invalid).
+ */
+static bool
+portal_being_kept(Portal portal)
+{
+	return portal->status == PORTAL_ACTIVE && portal->strategy == PORTAL_ONE_SELECT &&
+		   portal->holdStore != NULL && portal->createSubid != InvalidSubTransactionId;
+}
+
+/*
+ * A lock-mode call must not answer from where its lock would already be
+ * gone.  PostgreSQL runs the rest of a WITH HOLD cursor's query while the
+ * transaction commits, and the rest of a procedure's cursor loop at a COMMIT
+ * or ROLLBACK in the loop; the transaction-scoped lock ends right after,
+ * before anyone reads the result.  Any call run by such a query, however deep
+ * (a PL/pgSQL FOR loop or any SPI cursor in it runs a portal of its own, which
+ * hides the one being kept), is refused.  Looked up on each call, never
+ * remembered, so it holds for the first call of a backend as well (the
+ * library may be loaded by that very call, inside the query being kept).
+ * Rows of a WITH HOLD cursor fetched inside the transaction are computed
+ * there, under the lock, as in any query.
  */
 void
 sb_check_lock_scope(const char *fname)
 {
-	if (ActivePortal != NULL && (ActivePortal->cursorOptions & CURSOR_OPT_HOLD))
+	MemoryContext root = portal_root();
+
+	if (root != NULL && any_hold_store(root) && any_portal(root, portal_being_kept))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s cannot run in a WITH HOLD cursor", fname),
-				 errdetail("A WITH HOLD cursor's query runs while its transaction commits, which "
-						   "ends the key's lock before the result is read."),
-				 errhint("Call it in a plain statement inside the transaction, or pass a lease.")));
+				 errmsg("%s cannot run while its transaction ends", fname),
+				 errdetail("PostgreSQL runs the rest of the query of a WITH HOLD cursor, or of a "
+						   "procedure's cursor loop, as the transaction ends, and the key's lock "
+						   "ends with the transaction, before the result is read."),
+				 errhint("Call it in a plain statement inside the transaction, fetch the cursor's "
+						 "rows before COMMIT, or pass a lease.")));
+}
+
+/*
+ * The top-level CALL or DO statement running a procedure or DO block
+ * non-atomically (the only way either runs in a portal of its own outside a
+ * transaction block).
+ */
+static bool
+portal_running_procedure(Portal portal)
+{
+	return portal->status == PORTAL_ACTIVE &&
+		   (portal->commandTag == CMDTAG_CALL || portal->commandTag == CMDTAG_DO);
+}
+
+/*
+ * Whether a lock taken now ends when the statement the client sent ends,
+ * before the code that called for it can act on the answer: outside a
+ * transaction block, unless a procedure or DO block is running (directly, or
+ * through a function it calls), which holds the lock until its own COMMIT or
+ * ROLLBACK, or its end.
+ */
+bool
+sb_lock_ends_with_statement(void)
+{
+	MemoryContext root;
+
+	if (IsTransactionBlock() || SPI_inside_nonatomic_context())
+		return false;
+	root = portal_root();
+	return root == NULL || !any_portal(root, portal_running_procedure);
 }
 
 /* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */

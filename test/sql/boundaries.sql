@@ -134,16 +134,19 @@ SELECT b_wait_error($$SELECT sandbox_store.sandbox_lock('b-wait', wait => '50 ms
 SELECT sandbox_store.sandbox_release('b-wait', owner_token) FROM sandbox_store.claims WHERE key = 'b-wait';
 DROP FUNCTION b_wait_error(text);
 
--- A lock-mode call refuses to run in a WITH HOLD cursor, whose query runs
--- while the transaction commits (the lock would end before the result is
--- read); the failed COMMIT rolls back and nothing is left locked.  Lease
--- mode is fine there: a claim outlives the transaction.
+-- A lock-mode call refuses to run while its transaction ends, which is when
+-- the rows of a WITH HOLD cursor not fetched before COMMIT are computed (the
+-- lock would end before the result is read); the failed COMMIT rolls back
+-- and nothing is left locked.  Rows fetched inside the transaction are
+-- computed there, under the lock.  Lease mode is fine either way: a claim
+-- outlives the transaction.
 BEGIN;
 DECLARE b_hold CURSOR WITH HOLD FOR SELECT action FROM sandbox_store.sandbox_ensure('b-hold', 'run-1');
 COMMIT;
 BEGIN;
 DECLARE b_hold CURSOR WITH HOLD FOR SELECT sandbox_store.sandbox_lock('b-hold');
 FETCH 1 FROM b_hold;
+SELECT * FROM b_my_key_locks;
 ROLLBACK;
 BEGIN;
 DECLARE b_hold CURSOR WITH HOLD FOR SELECT sandbox_store.sandbox_try_lock('b-hold');

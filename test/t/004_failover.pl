@@ -64,7 +64,7 @@ is( $standby->safe_psql(
 	'sandbox_get works on the standby');
 my ($ret, $out, $err) = $standby->psql('postgres',
 	"SELECT action FROM sandbox_store.sandbox_ensure('rec-7', 'run-2')");
-like($err, qr/read-only transaction|recovery/,
+like($err, qr/cannot lock sandbox key "rec-7" on a standby/,
 	'sandbox_ensure is refused on the standby (it writes and takes a lock)');
 
 # A lock-mode holder mid-create when the primary dies: never committed.
