@@ -348,7 +348,7 @@ BEGIN
                 ' WHEN count(key) = 1 AND max(key) <> (%s) THEN ''record of another key: '' || left(max(key), 40)'
                 ' WHEN min(action) = ''resume'' AND max(latest_run_id) IS DISTINCT FROM (%s) THEN ''resume not stamped with run_id'''
                 ' WHEN min(action) = ''resume'' AND (%s)::text IS NOT NULL AND max(provider) <> (%s) THEN ''resume of another provider'''
-                ' WHEN min(action) = ''resume'' AND max(updated_at) <> now() THEN ''resume not stamped with now()'''
+                ' WHEN min(action) = ''resume'' AND max(updated_at) < now() THEN ''resume stamped before now()'''
                 ' ELSE ''ok'' END, max(fence), max(owner_token::text)'
                 ' FROM sandbox_store.sandbox_ensure(%s)', lease, k, run, prov, prov, args);
         END CASE;
