@@ -42,8 +42,8 @@ SELECT sandbox_store.sandbox_lock_holder('sec-l') AS lock_holder;
 SELECT key FROM sandbox_store.sandbox_reap('100 years', max_rows => 1);
 -- The claims view is not a function: the two grant lines do not open it.
 SELECT pg_temp.err($$SELECT count(*) FROM sandbox_store.claims$$);
-SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
 SELECT sandbox_store.sandbox_delete('sec-l', fence => :sec_fence);
+SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
 -- ... and nothing to the table directly.
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.instances$$);
 SELECT pg_temp.err($$INSERT INTO sandbox_store.instances VALUES ('x', 'p', 's', NULL, 't', NULL, now())$$);
