@@ -37,10 +37,12 @@
  * advisory lock.  All but one of them keep the lock until they commit; the
  * reaper lets go of each key's lock before its commit (one lock at a time),
  * so under the lock a leases row may still carry the reaper's uncommitted
- * retire.  Every decision about a claim made under the lock therefore reads
- * the row locked (read_lease_locked), or writes it (renew, release: an
- * UPDATE waits for the row and re-reads it), which waits for that
- * transaction and sees what it committed.  Expiry is judged by the database
+ * retire.  Every decision under the lock that such a retire could make
+ * wrong therefore reads the row locked (read_lease_locked: the fence check,
+ * take, retire), or writes it (renew, release: an UPDATE waits for the row
+ * and re-reads it), which waits for that transaction and sees what it
+ * committed; the unlocked reads (sb_claim_token_set, sb_claim_state) say
+ * why they need not.  Expiry is judged by the database
  * server's clock (clock_timestamp()), the one clock every app server
  * shares, and computed in UTC (lease_expiry).  When anyone takes over a key
  * whose claim expired (a new claim, or a lock-mode call that retires it),
@@ -359,15 +361,15 @@ draw_fence(int64 above)
 }
 
 /*
- * now + lease, in UTC: days and months are added as calendar days and
+ * from + lease, in UTC: days and months are added as calendar days and
  * months of UTC, the same on every app server, never those of the
  * session's TimeZone (where a day across a daylight-saving change is 23 or
  * 25 hours).
  */
 static TimestampTz
-lease_expiry(TimestampTz now, const Interval *lease)
+lease_expiry(TimestampTz from, const Interval *lease)
 {
-	return DatumGetTimestamp(DirectFunctionCall2(timestamp_pl_interval, TimestampGetDatum(now),
+	return DatumGetTimestamp(DirectFunctionCall2(timestamp_pl_interval, TimestampGetDatum(from),
 												 IntervalPGetDatum(lease)));
 }
 
@@ -375,7 +377,6 @@ lease_expiry(TimestampTz now, const Interval *lease)
 bool
 sb_retire_claim(const text *key)
 {
-	Datum args[3];
 	int64 fence;
 	bool claimed;
 	bool retired = false;
@@ -386,6 +387,8 @@ sb_retire_claim(const text *key)
 	 */
 	if (read_lease_locked(key, &fence, &claimed) && claimed)
 	{
+		Datum args[3];
+
 		args[0] = PointerGetDatum(key);
 		args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
 		args[2] = Int64GetDatum(draw_fence(fence));
@@ -456,7 +459,7 @@ bool
 sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 {
 	Datum args[4];
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz current = GetCurrentTimestamp();
 	int64 newest;
 	bool claimed;
 	int64 fence;
@@ -466,8 +469,8 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	fence = draw_fence(newest);
 	args[0] = PointerGetDatum(key);
 	args[1] = Int64GetDatum(fence);
-	args[2] = TimestampTzGetDatum(lease_expiry(now, lease));
-	args[3] = TimestampTzGetDatum(now);
+	args[2] = TimestampTzGetDatum(lease_expiry(current, lease));
+	args[3] = TimestampTzGetDatum(current);
 	taken = sb_spi_execute(&claim_take, args, NULL, false, InvalidSnapshot) > 0;
 	if (!taken)
 		return false;
