@@ -13,23 +13,40 @@
  * every other ensure, lock, claim and delete of the key waits for it, by
  * polling on the latch with backoff (there is no transaction to wait on).
  *
- * A key's new fence is the larger of its newest fence plus one and the next
- * value of the sequence sandbox_store.fence_seq.  The first makes fences
- * strictly increase per key by construction, whatever the sequence does:
- * set back by an admin, or a node's own range on a distributed cluster
- * after the key's row moved there.  The second keeps them increasing across
- * keys on one server, as before 1.4, and across crash restart (sequences
- * never hand out a logged value twice) and dump/restore (the sequence and
+ * A key's new fence is always a value of the sequence
+ * sandbox_store.fence_seq, drawn above the key's newest fence (draw_fence):
+ * when the sequence is behind the key (set back by an admin, a node's own
+ * sequence on a distributed cluster after the key's row moved there, a
+ * logical-replication switchover: sequences are not replicated), it is
+ * moved up to the key's fence first, never back, and drawn again.  So
+ * fences strictly increase per key whatever the sequence did, increase
+ * across keys on one server, and survive a crash restart: every fence
+ * handed out is one the sequence produced, and the WAL that covers it is
+ * flushed before it leaves the server (flush_fences); sequences never hand
+ * out a logged value twice.  Dump/restore keeps them too (the sequence and
  * the rows are dumped).  The leases row of a key is never deleted, so it
- * always holds the newest fence the key was given: a fenced write with a
- * smaller fence is refused with SB001.
+ * always holds the newest fence the key was given.
+ *
+ * A fenced write succeeds only if its fence is the key's newest and that
+ * claim is still set (live, or expired and not yet taken over): a smaller
+ * fence, a fence never given for the key, or the fence of a claim that was
+ * released is refused with SB001.  A fence is dead once its claim has
+ * ended, whatever ended it.
  *
  * Claims are taken, retired, renewed and released only under the key's
- * advisory lock, so a claim seen under the lock cannot change until it is
- * let go.  Expiry is judged by the database server's clock
- * (clock_timestamp()), the one clock every app server shares.  When anyone takes over a key whose
- * claim expired (a new claim, or a lock-mode call that retires it), the key
- * gets a new fence, so the old holder is fenced off at once.
+ * advisory lock.  All but one of them keep the lock until they commit; the
+ * reaper lets go of each key's lock before its commit (one lock at a time),
+ * so under the lock a leases row may still carry the reaper's uncommitted
+ * retire.  Every decision under the lock that such a retire could make
+ * wrong therefore reads the row locked (read_lease_locked: the fence check,
+ * take, retire), or writes it (renew, release: an UPDATE waits for the row
+ * and re-reads it), which waits for that transaction and sees what it
+ * committed; the unlocked reads (sb_claim_token_set, sb_claim_state) say
+ * why they need not.  Expiry is judged by the database
+ * server's clock (clock_timestamp()), the one clock every app server
+ * shares, and computed in UTC (lease_expiry).  When anyone takes over a key
+ * whose claim expired (a new claim, or a lock-mode call that retires it),
+ * the key gets a new fence, so the old holder is fenced off at once.
  *
  * Lease mode needs the leases table of version 1.1: in a database still at
  * version 1.0 (library upgraded, ALTER EXTENSION UPDATE not yet run) every
@@ -56,8 +73,6 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#define FENCE_NEXTVAL "pg_catalog.nextval('sandbox_store.fence_seq'::pg_catalog.regclass)"
-
 /*
  * The columns every statement that returns a claim selects first, in this
  * order (read_claim); claim_probe adds live.
@@ -69,9 +84,10 @@
 
 /*
  * The claim statements take the server's clock (clock_timestamp() when the
- * call reads it) as a parameter, $now below, rather than calling
- * clock_timestamp() themselves: citus runs no volatile function in the
- * WHERE of an ON CONFLICT on a distributed table.  Same clock, same moment.
+ * call reads it), the new expiry and the new fence as parameters rather
+ * than calling clock_timestamp() or nextval() themselves: citus runs no
+ * volatile function in the WHERE of an ON CONFLICT or in an UPDATE of a
+ * distributed table.  Same clock, same moment.
  */
 
 /* The key's claim, if a token is set; live tells whether it has not expired. */
@@ -84,23 +100,44 @@ static SbStatement claim_probe = {
 	{TEXTOID, TIMESTAMPTZOID},
 	SPI_OK_SELECT};
 
-/* Take the key's claim unless a live one holds it ($3: now). */
+/*
+ * The key's newest fence and whether a claim is set, the row locked FOR
+ * SHARE: the lock waits for a transaction that is changing the row (the
+ * reaper's uncommitted retire), and then reads what it committed (READ
+ * COMMITTED) or raises 40001 (REPEATABLE READ, SERIALIZABLE).  FOR KEY
+ * SHARE would not wait for an UPDATE that leaves the key alone.
+ */
+static SbStatement lease_lock = {
+	"SELECT fence, owner_token IS NOT NULL AS claimed FROM sandbox_store.leases"
+	" WHERE key OPERATOR(pg_catalog.=) $1 FOR SHARE",
+	1,
+	{TEXTOID},
+	SPI_OK_SELECT};
+
+/*
+ * Take the key's claim unless a live one holds it ($2: the new fence, drawn
+ * above the key's by the caller; $3: the expiry; $4: now).  The GREATEST is
+ * a guard: the caller checks that the fence stored is the one it drew.
+ */
 static SbStatement claim_take = {
 	"INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)"
-	" VALUES ($1, " FENCE_NEXTVAL ", pg_catalog.gen_random_uuid(), $3 OPERATOR(pg_catalog.+) $2)"
+	" VALUES ($1, $2, pg_catalog.gen_random_uuid(), $3)"
 	" ON CONFLICT (key) DO UPDATE"
 	" SET fence = GREATEST(l.fence OPERATOR(pg_catalog.+) 1, EXCLUDED.fence),"
 	" owner_token = EXCLUDED.owner_token, lease_expires_at = EXCLUDED.lease_expires_at"
-	" WHERE l.owner_token IS NULL OR l.lease_expires_at OPERATOR(pg_catalog.<=) $3"
+	" WHERE l.owner_token IS NULL OR l.lease_expires_at OPERATOR(pg_catalog.<=) $4"
 	" RETURNING fence, owner_token, lease_expires_at",
-	3,
-	{TEXTOID, INTERVALOID, TIMESTAMPTZOID},
+	4,
+	{TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 	SPI_OK_INSERT_RETURNING};
+
+/* Move the fence sequence ($1) up to $2 (draw_fence; as the owner). */
+static SbStatement fence_raise = {
+	"SELECT pg_catalog.setval($1, $2)", 2, {REGCLASSOID, INT8OID}, SPI_OK_SELECT};
 
 /*
  * End an expired claim, with a new fence so its holder is fenced off ($2:
- * now, $3: the sequence's next value, drawn by the caller: citus runs no
- * volatile function in an UPDATE of a distributed table).
+ * now, $3: the new fence, drawn above the key's by the caller).
  */
 static SbStatement claim_retire = {
 	"UPDATE sandbox_store.leases"
@@ -112,14 +149,14 @@ static SbStatement claim_retire = {
 	{TEXTOID, TIMESTAMPTZOID, INT8OID},
 	SPI_OK_UPDATE};
 
-/* Extend a claim to now ($4) + lease. */
+/* Extend a claim to $3 (now + lease, lease_expiry). */
 static SbStatement claim_renew = {
 	"UPDATE sandbox_store.leases"
-	" SET lease_expires_at = $4 OPERATOR(pg_catalog.+) $3"
+	" SET lease_expires_at = $3"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token OPERATOR(pg_catalog.=) $2"
 	" RETURNING lease_expires_at",
-	4,
-	{TEXTOID, UUIDOID, INTERVALOID, TIMESTAMPTZOID},
+	3,
+	{TEXTOID, UUIDOID, TIMESTAMPTZOID},
 	SPI_OK_UPDATE_RETURNING};
 
 static SbStatement claim_release = {
@@ -137,21 +174,6 @@ static SbStatement claim_release_fenced = {
 	2,
 	{TEXTOID, INT8OID},
 	SPI_OK_UPDATE};
-
-/* Whether the claim that was given fence is set (its newest state). */
-static SbStatement claim_fenced_probe = {
-	"SELECT FROM sandbox_store.leases"
-	" WHERE key OPERATOR(pg_catalog.=) $1 AND fence OPERATOR(pg_catalog.=) $2"
-	" AND owner_token IS NOT NULL",
-	2,
-	{TEXTOID, INT8OID},
-	SPI_OK_SELECT};
-
-static SbStatement fence_probe = {
-	"SELECT fence FROM sandbox_store.leases WHERE key OPERATOR(pg_catalog.=) $1",
-	1,
-	{TEXTOID},
-	SPI_OK_SELECT};
 
 /* Whether this database has the leases table (version 1.1 or later). */
 bool
@@ -174,7 +196,11 @@ static SbStatement token_probe = {
  * every isolation level.  This is the lock-mode hot path's only look at the
  * claims: a direct probe of the primary key of sandbox_store.leases
  * (direct.c) when it may be, else a statement.  The caller holds the key's
- * advisory lock, under which claims change.
+ * advisory lock, under which claims change.  It reads without a row lock:
+ * the only change that can be in flight under the lock is the reaper's
+ * retire, which clears the token, so a token this sees set is either set
+ * or being retired, and the caller then decides on a locked read
+ * (sb_claim_state, sb_retire_claim); a token this sees clear stays clear.
  */
 bool
 sb_claim_token_set(const text *key)
@@ -226,7 +252,11 @@ read_claim(SbClaim *claim)
 
 /*
  * The state of the key's claim, read with the newest snapshot (a claim is
- * about now, like a lock).  claim is filled unless CLAIM_NONE.
+ * about now, like a lock).  claim is filled unless CLAIM_NONE.  Read without
+ * a row lock, as sb_claim_token_set is: the callers act on CLAIM_NONE and
+ * CLAIM_LIVE, which no change in flight under the key's lock can make
+ * wrong, and on CLAIM_EXPIRED only through a locked read (sb_retire_claim,
+ * sb_take_claim).
  */
 SbClaimState
 sb_claim_state(const text *key, SbClaim *claim)
@@ -259,23 +289,117 @@ fence_sequence(void)
 	return seq;
 }
 
-/* End the key's expired claim.  False if it is live again (renewed). */
+/*
+ * The key's leases row, read row-locked with the newest snapshot
+ * (lease_lock): its newest fence and whether a claim is set.  False, with
+ * fence 0, when the key was never claimed.  With the key's advisory lock
+ * held, the row cannot change until this transaction ends.
+ */
+static bool
+read_lease_locked(const text *key, int64 *fence, bool *claimed)
+{
+	Datum arg = PointerGetDatum(key);
+
+	*fence = 0;
+	*claimed = false;
+	if (sb_spi_execute(&lease_lock, &arg, NULL, false, GetLatestSnapshot()) == 0)
+		return false;
+	*fence = DatumGetInt64(sb_spi_value(SPI_tuptable, 0, 1, "fence"));
+	*claimed = DatumGetBool(sb_spi_value(SPI_tuptable, 0, 2, "claimed"));
+	return true;
+}
+
+/*
+ * A new fence for a key whose newest fence is above (0: never claimed): the
+ * next value of the fence sequence, which is above it unless the sequence
+ * is behind the key.  Then the sequence is moved up to above and drawn
+ * again, so that every fence handed out is a value the sequence produced
+ * and the WAL that flush_fences makes durable covers it.
+ *
+ * setval must never move the sequence back: a larger value drawn meanwhile
+ * for another key, then a crash, would let that value be handed out again
+ * for that key.  So every draw holds the fence-draw lock in ShareLock for
+ * its nextval, and moving the sequence up holds it in ExclusiveLock: no
+ * other draw runs between the value read under it and the setval, which
+ * happens only if that value is still not above the key's fence.  (Only
+ * callers of this extension are ordered so; an admin's own setval is what
+ * this repairs after.)
+ *
+ * The caller may call the functions, so no privilege on the sequence is
+ * checked for nextval; setval runs as the tables' owner (spi.c).
+ */
+static int64
+draw_fence(int64 above)
+{
+	Oid seq = fence_sequence();
+	int64 fence;
+
+	sb_fence_draw_lock(ShareLock);
+	fence = nextval_internal(seq, false);
+	sb_fence_draw_unlock(ShareLock);
+	if (fence > above)
+		return fence;
+
+	sb_fence_draw_lock(ExclusiveLock);
+	fence = nextval_internal(seq, false);
+	if (fence <= above)
+	{
+		Datum args[2];
+
+		args[0] = ObjectIdGetDatum(seq);
+		args[1] = Int64GetDatum(above);
+		(void) sb_spi_execute(&fence_raise, args, NULL, false, InvalidSnapshot);
+		fence = nextval_internal(seq, false);
+	}
+	sb_fence_draw_unlock(ExclusiveLock);
+	if (fence <= above)
+		elog(ERROR,
+			 "sequence sandbox_store.fence_seq gave " INT64_FORMAT
+			 " after being set to " INT64_FORMAT,
+			 fence, above);
+	return fence;
+}
+
+/*
+ * from + lease, in UTC: days and months are added as calendar days and
+ * months of UTC, the same on every app server, never those of the
+ * session's TimeZone (where a day across a daylight-saving change is 23 or
+ * 25 hours).
+ */
+static TimestampTz
+lease_expiry(TimestampTz from, const Interval *lease)
+{
+	return DatumGetTimestamp(DirectFunctionCall2(timestamp_pl_interval, TimestampGetDatum(from),
+												 IntervalPGetDatum(lease)));
+}
+
+/* End the key's expired claim.  False if it is not set any more. */
 bool
 sb_retire_claim(const text *key)
 {
-	Datum args[3];
-	bool retired;
-
-	args[0] = PointerGetDatum(key);
-	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
-	/* the caller may call the functions, so no privilege on the sequence is checked */
-	args[2] = Int64GetDatum(nextval_internal(fence_sequence(), false));
-	retired = sb_spi_execute(&claim_retire, args, NULL, false, InvalidSnapshot) > 0;
+	int64 fence;
+	bool claimed;
+	bool retired = false;
 
 	/*
-	 * Under the key's lock nobody else can change the claim, so a retire that
-	 * finds nothing means this transaction's snapshot does not see the claim
-	 * the newest state shows (REPEATABLE READ, SERIALIZABLE).
+	 * Read locked: a reaper that retired the claim and let go of the key's
+	 * lock may not have committed yet.
+	 */
+	if (read_lease_locked(key, &fence, &claimed) && claimed)
+	{
+		Datum args[3];
+
+		args[0] = PointerGetDatum(key);
+		args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+		args[2] = Int64GetDatum(draw_fence(fence));
+		retired = sb_spi_execute(&claim_retire, args, NULL, false, InvalidSnapshot) > 0;
+	}
+
+	/*
+	 * The caller saw the claim expired under the key's lock, where only a
+	 * committed retire can have ended it since: at READ COMMITTED it looks
+	 * again; under REPEATABLE READ or SERIALIZABLE this transaction's
+	 * snapshot does not show the newest state.
 	 */
 	if (!retired && IsolationUsesXactSnapshot())
 		sb_report_serialization(key, "claim");
@@ -334,16 +458,27 @@ flush_fences(void)
 bool
 sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 {
-	Datum args[3];
+	Datum args[4];
+	TimestampTz current = GetCurrentTimestamp();
+	int64 newest;
+	bool claimed;
+	int64 fence;
 	bool taken;
 
+	(void) read_lease_locked(key, &newest, &claimed);
+	fence = draw_fence(newest);
 	args[0] = PointerGetDatum(key);
-	args[1] = PointerGetDatum(lease);
-	args[2] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[1] = Int64GetDatum(fence);
+	args[2] = TimestampTzGetDatum(lease_expiry(current, lease));
+	args[3] = TimestampTzGetDatum(current);
 	taken = sb_spi_execute(&claim_take, args, NULL, false, InvalidSnapshot) > 0;
 	if (!taken)
 		return false;
 	read_claim(claim);
+	if (claim->fence != fence)
+		elog(ERROR,
+			 "sandbox key \"%s\" was given fence " INT64_FORMAT ", not the drawn " INT64_FORMAT,
+			 text_to_cstring(key), claim->fence, fence);
 
 	/*
 	 * The fence leaves the server in the result.  nextval WAL-logs ahead but
@@ -362,8 +497,9 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 /*
  * SB001: the caller's claim on the key no longer holds it, so nothing was
  * changed.  how says what showed it: a renewal whose token no longer holds
- * the claim, a write fenced with an older fence than the key's, or one
- * fenced with a number never given for this key (newest 0: never claimed).
+ * the claim, a write fenced with an older fence than the key's, one fenced
+ * with a number never given for this key (newest 0: never claimed), or one
+ * fenced with the key's fence after its claim was released.
  */
 void
 sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence, int64 newest)
@@ -406,6 +542,18 @@ sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence, int64 newest
 								 fence, newest),
 				 errhint("Fence a write with the fence of a claim on the same key.")));
 			break;
+		case SB_LOST_FENCE_ENDED:
+			ereport(
+				ERROR,
+				(errcode(ERRCODE_SB_CLAIM_LOST),
+				 errmsg("claim on sandbox key \"%s\" was lost", name),
+				 errdetail("The claim that was given fence " INT64_FORMAT
+						   " has ended: it was released.  Nothing was changed.",
+						   fence),
+				 errhint("If this retries a write whose acknowledgement was lost, read the record "
+						 "with sandbox_get to see whether the first attempt landed.  Otherwise "
+						 "take a new claim.")));
+			break;
 	}
 	pg_unreachable();
 }
@@ -426,27 +574,36 @@ sb_require_claims(const char *what)
 
 /*
  * With the key's advisory lock held: refuse (SQLSTATE SB001) a write fenced
- * with anything but the key's newest fence, the one its latest claim was
- * given.  A smaller fence belongs to a claim that was taken over since; a
- * larger one, or one of a key never claimed, was never given for this key
- * (another key's fence, or a made-up number).  Read with the newest
- * snapshot, so a claim committed after this transaction's snapshot counts.
+ * with anything but the fence of the key's current claim, live or expired
+ * and not yet taken over: the key's newest fence, with its claim still set.
+ * A smaller fence belongs to a claim that was taken over since; a larger
+ * one, or one of a key never claimed, was never given for this key (another
+ * key's fence, or a made-up number); the newest fence of a claim that was
+ * released is dead too, so that a retried write cannot bring back a record
+ * reaped, replaced or deleted since.
+ *
+ * Read row-locked with the newest snapshot (read_lease_locked), so a claim
+ * committed after this transaction's snapshot counts, and a reaper's retire
+ * not yet committed is waited for: at READ COMMITTED the write then sees
+ * the reaper's newer fence and is refused, instead of passing and writing
+ * the reaped record again.  The row stays locked until this transaction
+ * ends, and the key's lock keeps everyone else from it, so the claim stays
+ * as checked for the write.
  */
 void
 sb_check_fence(const text *key, int64 fence)
 {
-	Datum arg = PointerGetDatum(key);
-	int64 newest = 0;
+	int64 newest;
+	bool claimed;
 
 	sb_require_claims("fenced writes");
-	if (sb_spi_execute(&fence_probe, &arg, NULL, false, GetLatestSnapshot()) > 0)
-	{
-		newest = DatumGetInt64(sb_spi_value(SPI_tuptable, 0, 1, "fence"));
-	}
+	(void) read_lease_locked(key, &newest, &claimed);
 	if (newest > fence)
 		sb_report_claim_lost(key, SB_LOST_FENCE_OLD, fence, newest);
 	if (newest != fence)
 		sb_report_claim_lost(key, SB_LOST_FENCE_FOREIGN, fence, newest);
+	if (!claimed)
+		sb_report_claim_lost(key, SB_LOST_FENCE_ENDED, fence, newest);
 }
 
 /*
@@ -457,13 +614,12 @@ sb_check_fence(const text *key, int64 fence)
 bool
 sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease, TimestampTz *expires)
 {
-	Datum args[4];
+	Datum args[3];
 	bool renewed;
 
 	args[0] = PointerGetDatum(key);
 	args[1] = UUIDPGetDatum(token);
-	args[2] = IntervalPGetDatum(lease);
-	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[2] = TimestampTzGetDatum(lease_expiry(GetCurrentTimestamp(), lease));
 	renewed = sb_spi_execute(&claim_renew, args, NULL, false, InvalidSnapshot) > 0;
 	if (renewed)
 		*expires = DatumGetTimestampTz(sb_spi_value(SPI_tuptable, 0, 1, "lease_expires_at"));
@@ -489,12 +645,11 @@ sb_release_claim(const text *key, const pg_uuid_t *token)
 
 /*
  * With the key's lock held and fence checked (sb_check_fence): end the claim
- * that was given fence, the key's latest.  Nothing to do if it has ended
- * already (released; an expired claim retired since would have given the
- * key a newer fence and failed the check).  Under REPEATABLE READ or
- * SERIALIZABLE a claim committed after this transaction's snapshot is not
- * there for the UPDATE: refuse (40001), as sb_retire_claim does, rather than
- * write the record and leave the claim live.
+ * that was given fence, which the check found set and row-locked.  Under
+ * REPEATABLE READ or SERIALIZABLE a claim committed after this
+ * transaction's snapshot is not there for the UPDATE: refuse (40001), as
+ * sb_retire_claim does, rather than write the record and leave the claim
+ * live.
  */
 void
 sb_release_fenced(const text *key, int64 fence)
@@ -505,7 +660,8 @@ sb_release_fenced(const text *key, int64 fence)
 	args[1] = Int64GetDatum(fence);
 	if (sb_spi_execute(&claim_release_fenced, args, NULL, false, InvalidSnapshot) > 0)
 		return;
-	if (IsolationUsesXactSnapshot() &&
-		sb_spi_execute(&claim_fenced_probe, args, NULL, false, GetLatestSnapshot()) > 0)
+	if (IsolationUsesXactSnapshot())
 		sb_report_serialization(key, "claim");
+	elog(ERROR, "the checked claim of fence " INT64_FORMAT " on sandbox key \"%s\" was not found",
+		 fence, text_to_cstring(key));
 }

@@ -4,7 +4,8 @@
  *	  The per-key lock's primitives: one transaction-scoped advisory lock
  *	  per key, in a lock-tag class of this extension's own, taken and given
  *	  back; and the SQL functions that show it, sandbox_lock_id and
- *	  sandbox_lock_holder.  Waiting for a key (deadlines, claims, backoff,
+ *	  sandbox_lock_holder.  Also the lock that orders draws of the fence
+ *	  sequence (one per database, in a class of its own; claims.c).  Waiting for a key (deadlines, claims, backoff,
  *	  "could not lock") is take.c's.
  *
  * A key maps to a 64-bit FNV-1a hash of its bytes.  The hash is part of the
@@ -132,6 +133,38 @@ sb_unlock_key(const text *key)
 	set_key_locktag(&tag, key);
 	if (!LockRelease(&tag, ExclusiveLock, false))
 		elog(ERROR, "sandbox key lock was not held");
+}
+
+/*
+ * The fence-draw lock: every draw of the fence sequence holds it in
+ * ShareLock for the nextval alone; moving the sequence up to a key's fence
+ * holds it in ExclusiveLock, so no other draw can run between the value it
+ * reads and its setval (claims.c).  Held for moments, never while waiting
+ * for anything else; given back at once, not at the transaction's end.
+ */
+static void
+set_fence_draw_locktag(LOCKTAG *tag)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, 0, SB_FENCE_LOCK_CLASS);
+}
+
+void
+sb_fence_draw_lock(LOCKMODE mode)
+{
+	LOCKTAG tag;
+
+	set_fence_draw_locktag(&tag);
+	(void) LockAcquire(&tag, mode, false, false);
+}
+
+void
+sb_fence_draw_unlock(LOCKMODE mode)
+{
+	LOCKTAG tag;
+
+	set_fence_draw_locktag(&tag);
+	if (!LockRelease(&tag, mode, false))
+		elog(ERROR, "sandbox_store fence-draw lock was not held");
 }
 
 /* sandbox_lock_id(key text) RETURNS bigint: the lock id pg_locks shows. */

@@ -23,6 +23,7 @@
 #include "compat.h"
 
 #include "executor/spi.h"
+#include "storage/lockdefs.h"
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -55,7 +56,14 @@
  */
 #define SB_LOCK_CLASS 0x5342
 
-/* SQLSTATE SB001: a fenced write or renew whose claim was taken over. */
+/*
+ * The one lock (per database) that orders draws of the fence sequence
+ * (claims.c), in a class of its own next to the keys' so that it never
+ * shares a lock with a key.
+ */
+#define SB_FENCE_LOCK_CLASS (SB_LOCK_CLASS + 1)
+
+/* SQLSTATE SB001: a fenced write or renew whose claim has ended (released or taken over). */
 #define ERRCODE_SB_CLAIM_LOST MAKE_SQLSTATE('S', 'B', '0', '0', '1')
 
 /* One record, as read from or written to the table. */
@@ -154,6 +162,8 @@ extern HeapTuple sb_direct_fetch(SbTable which, const text *key, Snapshot snapsh
 extern uint64 sb_lock_id(const text *key);
 extern bool sb_advisory_lock(const text *key, bool dont_wait);
 extern void sb_unlock_key(const text *key);
+extern void sb_fence_draw_lock(LOCKMODE mode);
+extern void sb_fence_draw_unlock(LOCKMODE mode);
 
 /* claims.c: the leases table and fences */
 typedef enum SbClaimState
@@ -177,9 +187,10 @@ extern void sb_check_fence(const text *key, int64 fence);
 extern void sb_require_claims(const char *what);
 typedef enum SbClaimLost
 {
-	SB_LOST_TOKEN,        /* the owner token no longer holds the claim */
-	SB_LOST_FENCE_OLD,    /* fenced with an older fence than the key's */
-	SB_LOST_FENCE_FOREIGN /* fenced with a number never given for the key */
+	SB_LOST_TOKEN,         /* the owner token no longer holds the claim */
+	SB_LOST_FENCE_OLD,     /* fenced with an older fence than the key's */
+	SB_LOST_FENCE_FOREIGN, /* fenced with a number never given for the key */
+	SB_LOST_FENCE_ENDED    /* fenced with the key's fence, whose claim was released */
 } SbClaimLost;
 SB_NORETURN_BEFORE extern void sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence,
 													int64 newest) SB_NORETURN_AFTER;

@@ -6,8 +6,8 @@
  *	  sandbox_upsert_release, sandbox_get, sandbox_delete and sandbox_list.
  *
  * Statements run through spi.c: prepared once per backend, schema-qualified,
- * executed as the table's owner.  Fenced writes (version 1.1) check the
- * key's newest fence in claims.c first.
+ * executed as the table's owner.  Fenced writes (version 1.1) check in
+ * claims.c first that their fence is that of the key's current claim.
  *
  *-------------------------------------------------------------------------
  */
@@ -293,7 +293,8 @@ return_rows(FunctionCallInfo fcinfo)
  *
  * Inserts or fully replaces the record: optional fields passed as NULL clear
  * what was stored.  Version 1.1 adds fence: a fenced write takes the key's
- * lock and is refused (SB001) if the key was claimed with a newer fence.  An
+ * lock and is refused (SB001) unless fence is that of the key's current
+ * claim (not taken over since, not released).  An
  * unfenced write takes no lock, except under REPEATABLE READ or SERIALIZABLE.
  * sandbox_upsert_release (1.3) is a fenced write that also ends the claim
  * the fence was given with, in the same transaction: a lease-mode create or
@@ -477,8 +478,8 @@ sandbox_list(PG_FUNCTION_ARGS)
  * Takes the key's lock first (waiting as the session allows, and for a live
  * claim), so a delete never races an ensure in flight.  A fenced delete
  * (version 1.1) is the claim holder's own: it does not wait for claims but
- * is refused (SB001) if the key was claimed with a newer fence.  Deleting a
- * missing key returns false.
+ * is refused (SB001) unless fence is that of the key's current claim, as a
+ * fenced upsert is.  Deleting a missing key returns false.
  */
 static Datum
 delete_record(FunctionCallInfo fcinfo)

@@ -24,6 +24,15 @@
 -- interrupt: 57014 is then the expected outcome, and afterwards no lock may
 -- be left and lock_timeout must be what it was.
 --
+-- Fences: after every accepted fenced write (sandbox_upsert, fenced
+-- sandbox_delete, sandbox_upsert_release) the key's leases row must hold
+-- that very fence with its claim still set (sandbox_upsert_release: ended
+-- by the call), so no record is ever written with a fence older than the
+-- key's or after its claim ended, however the two workers' takeovers,
+-- releases and reaps race with it (sbfuzz.fence_held).  A worker also
+-- releases one of its claims and retries a write with its fence, which
+-- must be refused with SB001 (sbfuzz.release_then_write).
+--
 -- Every generated call is a SELECT returning (verdict text, fence bigint,
 -- token text): verdict 'ok' (or NULL: no row) or a description of a wrong
 -- result.  Argument values are SQL expressions, so a reported call is an
@@ -287,6 +296,53 @@ BEGIN
 END
 $$;
 
+-- After an accepted fenced write of key k with fence f, under the key's
+-- lock: 'ok' if the key's newest fence is f and its claim is set (ended:
+-- the call ended it), else what is wrong.  Reads the leases table, which
+-- the app role may not, so it runs as its owner; at REPEATABLE READ and
+-- SERIALIZABLE its snapshot may predate the claim (the fence check reads
+-- the newest state), so it checks only at READ COMMITTED.
+CREATE FUNCTION sbfuzz.fence_held(k text, f bigint, ended bool) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+DECLARE
+    l record;
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RETURN 'ok';
+    END IF;
+    SELECT fence, owner_token IS NOT NULL AS claimed INTO l
+      FROM sandbox_store.leases WHERE key = k;
+    IF NOT FOUND THEN
+        RETURN format('a write fenced with %s was accepted for a key never claimed', f);
+    ELSIF l.fence <> f THEN
+        RETURN format('a write fenced with %s was accepted while the key has fence %s', f, l.fence);
+    ELSIF l.claimed AND ended THEN
+        RETURN format('sandbox_upsert_release with fence %s left the claim set', f);
+    ELSIF NOT l.claimed AND NOT ended THEN
+        RETURN format('a write fenced with %s was accepted after its claim had ended', f);
+    END IF;
+    RETURN 'ok';
+END
+$$;
+
+-- A lost acknowledgement, retried: release one of this worker's claims
+-- (key expression k, fence f, token tok), then write fenced with f.  The
+-- claim has ended either way (released now, or ended before: the token no
+-- longer holds it), so the write must be refused with SB001.  Runs as the
+-- caller; other errors are the call's own.
+CREATE FUNCTION sbfuzz.release_then_write(k text, f bigint, tok uuid) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM sandbox_store.sandbox_release(k, tok);
+    BEGIN
+        PERFORM sandbox_store.sandbox_upsert(k, 'e2b', 'sbx-retry', 't1', fence => f);
+    EXCEPTION WHEN SQLSTATE 'SB001' THEN
+        RETURN 'ok';
+    END;
+    RETURN format('a write fenced with %s was accepted after its claim was released', f);
+END
+$$;
+
 -- One call: fn (for the report), sql (returns verdict, fence, token), post
 -- (a check run after a successful call, returns a verdict), raw (the call as
 -- SELECT * FROM f(...), for cursors).
@@ -365,6 +421,7 @@ BEGIN
                       ' WHEN u.provider_sandbox_id IS DISTINCT FROM (%s)::text THEN ''upsert_release returned another record'''
                       ' ELSE ''ok'' END, NULL::bigint, NULL::text'
                       ' FROM sandbox_store.sandbox_upsert_release(%s) u', a[1], a[4], args);
+        post := format('SELECT sbfuzz.fence_held((%s)::text, (%s)::bigint, true)', a[1], a[2]);
     ELSIF r < 0.40 THEN
         fn := 'sandbox_upsert';
         a := ARRAY[k, sbfuzz.gen_text('provider', valid, NULL), sbfuzz.gen_text('id', valid, NULL),
@@ -396,6 +453,10 @@ BEGIN
                 CASE WHEN ts_cmp THEN ', g.updated_at' ELSE '' END,
                 a[1], a[2], a[3], a[4], a[5], a[6],
                 CASE WHEN ts_cmp THEN ', (' || a[7] || ')::timestamptz' ELSE '' END, a[1]);
+            IF a[8] <> 'NULL' THEN
+                post := format('SELECT CASE WHEN r <> ''ok'' THEN r ELSE sbfuzz.fence_held((%s)::text, (%s)::bigint, false) END'
+                               ' FROM (%s) p(r)', a[1], a[8], post);
+            END IF;
         ELSE
             -- named arguments in a random order, optional ones omitted
             nargs := ARRAY['key => ' || a[1], 'provider => ' || a[2], 'provider_sandbox_id => ' || a[3],
@@ -403,7 +464,12 @@ BEGIN
             IF random() < 0.5 THEN nargs := nargs || ('latest_snapshot_id => ' || a[5]); END IF;
             IF random() < 0.5 THEN nargs := nargs || ('latest_run_id => ' || a[6]); END IF;
             IF random() < 0.5 THEN nargs := nargs || ('updated_at => ' || a[7]); END IF;
-            IF random() < 0.3 THEN nargs := nargs || ('fence => ' || a[8]); END IF;
+            IF random() < 0.3 THEN
+                nargs := nargs || ('fence => ' || a[8]);
+                IF a[8] <> 'NULL' THEN
+                    post := format('SELECT sbfuzz.fence_held((%s)::text, (%s)::bigint, false)', a[1], a[8]);
+                END IF;
+            END IF;
             SELECT array_agg(x ORDER BY random()) INTO nargs FROM unnest(nargs) x;
             sql := format('SELECT CASE WHEN key IS NOT NULL THEN ''ok'' ELSE ''upsert returned no key'' END, NULL::bigint, NULL::text'
                           ' FROM sandbox_store.sandbox_upsert(%s)', array_to_string(nargs, ', '));
@@ -429,12 +495,18 @@ BEGIN
     ELSIF r < 0.61 THEN
         fn := 'sandbox_delete';
         args := k;
-        IF random() < 0.4 THEN args := args || ', fence => ' || sbfuzz.gen_fence(valid, cf, idx); END IF;
+        prov := 'NULL';   -- (the fence)
+        IF random() < 0.4 THEN
+            prov := sbfuzz.gen_fence(valid, cf, idx);
+            args := args || ', fence => ' || prov;
+        END IF;
         raw := format('SELECT * FROM sandbox_store.sandbox_delete(%s)', args);
         sql := format('SELECT CASE WHEN d IS NULL THEN ''delete returned NULL'' ELSE ''ok'' END, NULL::bigint, d::text'
                       ' FROM sandbox_store.sandbox_delete(%s) d', args);
-        post := format('SELECT CASE WHEN count(*) = 0 THEN ''ok'' ELSE ''the record is still there after delete'' END'
-                       ' FROM sandbox_store.sandbox_get(%s)', k);
+        post := format('SELECT CASE WHEN count(*) <> 0 THEN ''the record is still there after delete'' ELSE %s END'
+                       ' FROM sandbox_store.sandbox_get(%s)',
+                       CASE WHEN prov = 'NULL' THEN '''ok'''
+                            ELSE format('sbfuzz.fence_held((%s)::text, (%s)::bigint, false)', k, prov) END, k);
     ELSIF r < 0.68 THEN
         fn := 'sandbox_lock';
         args := k;
@@ -470,10 +542,17 @@ BEGIN
                       ' FROM sandbox_store.sandbox_renew(%s) e', args);
     ELSIF r < 0.93 THEN
         fn := 'sandbox_release';
-        args := format('%s, %s', k, sbfuzz.gen_uuid(valid, ctok, idx));
-        raw := format('SELECT * FROM sandbox_store.sandbox_release(%s)', args);
-        sql := format('SELECT CASE WHEN x IS NULL THEN ''release returned NULL'' ELSE ''ok'' END, NULL::bigint, x::text'
-                      ' FROM sandbox_store.sandbox_release(%s) x', args);
+        IF idx IS NOT NULL AND random() < 0.3 THEN
+            -- then a write retried with the released claim's fence
+            args := format('(%s)::text, %s, %L::uuid', ck[idx], cf[idx], ctok[idx]);
+            raw := format('SELECT * FROM sbfuzz.release_then_write(%s)', args);
+            sql := format('SELECT sbfuzz.release_then_write(%s), NULL::bigint, NULL::text', args);
+        ELSE
+            args := format('%s, %s', k, sbfuzz.gen_uuid(valid, ctok, idx));
+            raw := format('SELECT * FROM sandbox_store.sandbox_release(%s)', args);
+            sql := format('SELECT CASE WHEN x IS NULL THEN ''release returned NULL'' ELSE ''ok'' END, NULL::bigint, x::text'
+                          ' FROM sandbox_store.sandbox_release(%s) x', args);
+        END IF;
     ELSIF r < 0.97 THEN
         fn := 'sandbox_reap';
         a := ARRAY[sbfuzz.gen_interval('idle', valid),

@@ -212,11 +212,11 @@ SELECT results_eq(
     'app role: with GRANT SELECT ON sandbox_store.claims, the view shows its live claim'
 );
 
-SELECT is(sandbox_store.sandbox_release('priv/lease', (SELECT owner_token FROM lease_claim)), true,
-    'app role: sandbox_release of its claim returns true');
-
 SELECT is(sandbox_store.sandbox_delete('priv/lease', fence => (SELECT fence FROM lease_claim)), true,
     'app role: a fenced sandbox_delete with its claim''s fence returns true');
+
+SELECT is(sandbox_store.sandbox_release('priv/lease', (SELECT owner_token FROM lease_claim)), true,
+    'app role: sandbox_release of its claim returns true');
 
 CREATE TEMP TABLE lease_claim2 ON COMMIT DROP AS
     SELECT fence FROM sandbox_store.sandbox_claim('priv/lease2', '1 minute');

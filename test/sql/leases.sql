@@ -154,8 +154,8 @@ SELECT count(*) AS claims_on_key FROM sandbox_store.claims WHERE key = 'L-new';
 -- renew after release: the claim is gone.
 SELECT pg_temp.err(format($$SELECT sandbox_store.sandbox_renew('L-new', %L, '1 minute')$$,
                           :'new_token'));
--- The holder's fence stays valid after its own release, until someone else
--- claims the key.
+-- The holder's fence is dead once it has released its claim: a fenced
+-- write is refused (SB001, the claim has ended) and changes nothing.
 SELECT key, provider_sandbox_id
   FROM sandbox_store.sandbox_upsert('L-new', 'prov-x', 'sbx-new-2', 'thread-L',
                                     latest_run_id => 'run-1',

@@ -42,8 +42,8 @@ SELECT sandbox_store.sandbox_lock_holder('sec-l') AS lock_holder;
 SELECT key FROM sandbox_store.sandbox_reap('100 years', max_rows => 1);
 -- The claims view is not a function: the two grant lines do not open it.
 SELECT pg_temp.err($$SELECT count(*) FROM sandbox_store.claims$$);
-SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
 SELECT sandbox_store.sandbox_delete('sec-l', fence => :sec_fence);
+SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
 -- ... and nothing to the table directly.
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.instances$$);
 SELECT pg_temp.err($$INSERT INTO sandbox_store.instances VALUES ('x', 'p', 's', NULL, 't', NULL, now())$$);
@@ -80,6 +80,18 @@ SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
 SELECT count(*) AS live_claims FROM sandbox_store.claims;
 RESET ROLE;
 REVOKE SELECT ON sandbox_store.claims FROM regress_sb_app;
+
+-- The app role may not set the fence sequence, yet its claim moves the
+-- sequence up when it is behind the key's fence: that setval runs as the
+-- tables' owner.
+SELECT setval('sandbox_store.fence_seq', 1) AS sequence_set_back;
+SET ROLE regress_sb_app;
+SELECT fence AS sec_fence2, owner_token AS sec_token2
+  FROM sandbox_store.sandbox_claim('sec-l', '1 minute') \gset
+SELECT :sec_fence2 > :sec_fence AS above_the_keys_last;
+SELECT sandbox_store.sandbox_release('sec-l', :'sec_token2');
+RESET ROLE;
+SELECT last_value = :sec_fence2 AS drawn_from_the_sequence FROM sandbox_store.fence_seq;
 
 -- A role without grants can call nothing.
 SET ROLE regress_sb_nobody;

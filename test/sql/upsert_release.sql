@@ -87,10 +87,13 @@ SELECT count(*) AS claims_on_ur_2 FROM sandbox_store.claims WHERE key = 'ur-2';
 SELECT owner_token IS NULL AS unclaimed, fence = :f3 AS same_fence FROM sandbox_store.leases WHERE key = 'ur-2';
 
 -- A claim released before the write: the fence is still the key's newest,
--- so the write is accepted, and there is no claim left to end.
+-- but its claim has ended, so the write is refused (SB001) and changes
+-- nothing.  A retry after a lost acknowledgement of a call that did commit
+-- gets the same answer; sandbox_get shows what the first attempt wrote.
 SELECT fence AS f4, owner_token AS t4 FROM sandbox_store.sandbox_claim('ur-3', '1 hour') \gset
 SELECT sandbox_store.sandbox_release('ur-3', :'t4') AS released;
 SELECT provider_sandbox_id FROM sandbox_store.sandbox_upsert_release('ur-3', :f4, 'e2b', 'sbx-3', 'thread-3');
+SELECT count(*) AS records FROM sandbox_store.instances WHERE key = 'ur-3';
 SELECT owner_token IS NULL AS unclaimed, fence = :f4 AS same_fence FROM sandbox_store.leases WHERE key = 'ur-3';
 
 -- Under REPEATABLE READ it writes and releases as well.

@@ -16,6 +16,11 @@
 #       some keys (lock mode) and claims others (lease mode).  Every call's SQLSTATE must be
 #       one the contract allows (sbfuzz.verdict), every result must be
 #       consistent (one ensure row, round trips, lock held after lock ...),
+#       every accepted fenced write must have been made with the fence of
+#       the key's current claim (no record is written with a fence older
+#       than the key's or after its claim ended, however takeovers, releases
+#       and reaps race with it), a write retried with a released claim's
+#       fence must get SB001,
 #       and no lock or lock_timeout change may outlive a transaction.  Then
 #       calls that wait without bound are canceled (pg_cancel_backend).
 #       Then two workers again while an admin changes the tables between

@@ -22,7 +22,12 @@
 #     (its commit is not flushed when the client reads the fence);
 #   - many claims streamed from one autocommit statement (COPY ... TO
 #     STDOUT) that is still running when the server stops: the client has
-#     fences of claims whose commit never happened.
+#     fences of claims whose commit never happened;
+#   - a key whose fence is far above the sequence (an admin's setval, a
+#     Citus shard move, a logical-replication switchover: sequences are not
+#     replicated): its new fence must still be a value the sequence handed
+#     out, so that the flushed WAL covers it, in an open transaction and in
+#     autocommit with synchronous_commit off.
 
 use strict;
 use warnings FATAL => 'all';
@@ -150,6 +155,38 @@ foreach my $case (@open_cases)
 	$client->kill_kill;
 	$blocker->{run}->kill_kill;
 	check_after_restart($name, $seen);
+}
+
+# The sequence far behind the key's fence.
+foreach my $shape ('open transaction', 'synchronous_commit off')
+{
+	my $name = "sequence set back below the key's fence, $shape";
+	my $key = new_key();
+	sql("SELECT setval('sandbox_store.fence_seq', 1000000 * $n)");
+	sql("SELECT sandbox_store.sandbox_release('$key', owner_token)"
+		  . " FROM sandbox_store.sandbox_claim(key => '$key', lease => '1 hour')");
+	sql("SELECT setval('sandbox_store.fence_seq', 1)");
+	my $claim = "SELECT fence FROM sandbox_store.sandbox_claim(key => '$key', lease => '1 hour')";
+	my ($fence, $h);
+	if ($shape eq 'open transaction')
+	{
+		$h = $node->background_psql('postgres');
+		$h->query_safe('BEGIN');
+		$fence = $h->query_safe($claim);
+	}
+	else
+	{
+		$fence = sql("SET synchronous_commit = off; $claim");
+	}
+	cmp_ok($fence, '>', 1000000 * $n, "$name: the fence is above the key's last one");
+	crash_restart();
+	$h->{run}->kill_kill if $h;
+	# (a commit that was not flushed may or may not have survived)
+	sql("SELECT sandbox_store.sandbox_release(key, owner_token) FROM sandbox_store.leases"
+		  . " WHERE key = '$key' AND owner_token IS NOT NULL");
+	my $next = sql($claim);
+	cmp_ok($next, '>', $fence,
+		"$name: the key's first fence after the restart ($next) is above the one the client saw ($fence)");
 }
 
 my $log = slurp_file($node->logfile);
