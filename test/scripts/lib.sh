@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # test/scripts/lib.sh: what the harness's shell scripts share (bash; sourced,
 # never run).  A script sources it from wherever it lives, e.g.
 #
@@ -16,8 +17,9 @@
 #              last registered first, and keeps the script's exit status.
 #              The lib installs the EXIT trap: a script that sources it sets
 #              no EXIT trap of its own.
-#              sb_tempdir VAR PREFIX: a new directory ${TMPDIR:-/tmp}/PREFIX.XXXXXX
-#              in VAR, removed at exit (kept, and named, if sb_keep is set by then).
+#              sb_tempdir PREFIX: a new directory ${TMPDIR:-/tmp}/PREFIX.XXXXXX
+#              in sb_dir, removed at exit (kept, and named, if sb_keep is set
+#              by then).  sb_quiet CMD [ARG...]: CMD without output, never failing.
 #   databases  sb_create_db DB: drop DB if it exists and create it, as the
 #              superuser of PGHOST/PGPORT/PGUSER; sb_drop_db DB...: drop, at
 #              most warn; sb_fresh_db DB: sb_create_db now, sb_drop_db at exit.
@@ -81,11 +83,10 @@ sb_remove_dir() {
   if [ -n "$sb_keep" ]; then say "work directory kept: $1"; else rm -rf "$1"; fi
 }
 sb_tempdir() {
-  local d
-  d=$(mktemp -d "${TMPDIR:-/tmp}/$2.XXXXXX") || fail "could not create a directory in ${TMPDIR:-/tmp}"
-  printf -v "$1" '%s' "$d"
-  sb_at_exit sb_remove_dir "$d"
+  sb_dir=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || fail "could not create a directory in ${TMPDIR:-/tmp}"
+  sb_at_exit sb_remove_dir "$sb_dir"
 }
+sb_quiet() { "$@" >/dev/null 2>&1 || true; }
 
 # --- databases ------------------------------------------------------------------
 

@@ -17,12 +17,13 @@
 # re-run come from lib.sh.
 set -euo pipefail
 
+# shellcheck source=test/scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
 sb_name=with-cluster
 
 sb_as_postgres "$@"
 sb_use_pg
-sb_tempdir dir sandbox_store_pg
+sb_tempdir sandbox_store_pg; dir=$sb_dir
 sb_cluster_init "$dir" "max_connections = 100"
 export SB_CLUSTER_DIR=$dir SB_SERVER_LOG=$dir/server.log
 sb_cluster_env "$dir"
