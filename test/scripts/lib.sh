@@ -27,7 +27,9 @@
 #              the tree to /tmp/sandbox_store_run.XXXXXX, owned by postgres,
 #              run this same script of the copy as postgres with ARGs, and
 #              exit with its status (the copy is removed, or kept and named
-#              if the script failed); as anyone else, return.
+#              if the script failed); as anyone else, return.  If set,
+#              sb_results_from (a directory of the copy, relative to its
+#              top) is first copied into sb_results_to.
 #   PostgreSQL sb_use_pg: PG_CONFIG becomes the absolute path of
 #              ${PG_CONFIG:-pg_config}, sb_bindir its --bindir, which is put
 #              first in PATH (psql, pgbench, pg_isready of that server).  Every
@@ -123,6 +125,10 @@ sb_as_postgres() {
   # may hold directories postgres cannot read.
   runuser -u postgres -- env PG_CONFIG="$pgc" PATH="/usr/local/bin:/usr/bin:/bin" \
     "$copy/${sb_self#"$sb_top"/}" "$@" || rc=$?
+  if [ -n "${sb_results_from:-}" ] && [ -d "$copy/$sb_results_from" ]; then
+    mkdir -p "${sb_results_to:?}"
+    cp -a "$copy/$sb_results_from/." "$sb_results_to/"
+  fi
   if [ $rc -eq 0 ]; then rm -rf "$copy"; else warn "failed (exit $rc); outputs kept in $copy"; fi
   exit $rc
 }
