@@ -27,7 +27,9 @@
 # function.
 #
 # Needs the extension installed (make install).  As root it runs as the
-# postgres user (initdb refuses root) and copies the results back.
+# postgres user (initdb refuses root) on a copy of the tree and copies the
+# results back; the cluster, the messages and the root re-run come from
+# test/scripts/lib.sh.
 #
 #   PROFILE_CALLS (2000)  PROFILE_WARM (500)  PROFILE_ROWS (100000)
 #   PROFILE_OUT (bench/out/profile)
@@ -36,49 +38,38 @@
 
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../test/scripts/lib.sh"
+sb_name=profile
+here=$sb_top/bench
 out=${PROFILE_OUT:-$here/out/profile}
 calls=${PROFILE_CALLS:-2000}
 warm=${PROFILE_WARM:-500}
 rows=${PROFILE_ROWS:-100000}
 
 if [ "$(id -u)" = 0 ]; then
-  tmp=$(mktemp -d /tmp/sandbox_store_profile.XXXXXX)
-  cp -a "$here" "$tmp/bench"
-  chown -R postgres: "$tmp"
-  rc=0
-  runuser -u postgres -- env PROFILE_OUT="$tmp/out" PROFILE_CALLS="$calls" PROFILE_WARM="$warm" \
-    PROFILE_ROWS="$rows" PROFILE_SETUP="${PROFILE_SETUP:-}" PROFILE_SHOWN_OUT="$out" PATH="/usr/local/bin:/usr/bin:/bin" PG_CONFIG="${PG_CONFIG:-pg_config}" \
-    "$tmp/bench/profile.sh" "$@" || rc=$?
-  mkdir -p "$out"
-  cp -a "$tmp/out/." "$out/" 2>/dev/null || true
-  rm -rf "$tmp"
-  exit $rc
+  # The copy writes to its own bench/out/profile; that comes back to $out.
+  export PROFILE_SHOWN_OUT=$out
+  unset PROFILE_OUT
+  sb_results_from=bench/out/profile sb_results_to=$out
+  sb_as_postgres "$@"
 fi
 
 for tool in valgrind callgrind_annotate; do
-  command -v "$tool" >/dev/null 2>&1 || { echo "profile: $tool not found (apt-get install valgrind)" >&2; exit 1; }
+  command -v "$tool" >/dev/null 2>&1 || fail "$tool not found (apt-get install valgrind)"
 done
-bindir=$("${PG_CONFIG:-pg_config}" --bindir)
+sb_use_pg
+bindir=$sb_bindir
 
 workloads=("$@")
 [ ${#workloads[@]} -gt 0 ] || workloads=(floor_statement ensure_auto update_auto plpgsql_ensure_auto floor_ensure
   get select plpgsql_get floor_get upsert insert_on_conflict plpgsql_upsert floor_upsert)
 
 mkdir -p "$out"
-dir=$(mktemp -d "${TMPDIR:-/tmp}/sandbox_store_profile_pg.XXXXXX")
-trap '"$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-
-"$bindir/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync \
-  >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
-cat >>"$dir/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$dir'
-fsync = off
-jit = off
-CONF
-"$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w start >/dev/null
-export PGHOST=$dir PGUSER=postgres
+sb_tempdir sandbox_store_profile_pg; dir=$sb_dir
+sb_cluster_init "$dir" "jit = off"
+sb_cluster_start "$dir"
+sb_cluster_env "$dir"
 psql -X -q -d postgres -c "CREATE DATABASE bench"
 psql -X -q -v ON_ERROR_STOP=1 -d bench -v rows="$rows" -f "$here/setup.sql"
 psql -X -q -v ON_ERROR_STOP=1 -d bench -f "$here/plpgsql_baseline.sql"
@@ -98,12 +89,12 @@ CREATE FUNCTION bench_floor.sandbox_upsert(key text, provider text, provider_san
 RETURNS sandbox_store.instances AS :'so', 'floor_row' LANGUAGE C VOLATILE;
 SQL
 if [ -n "${PROFILE_SETUP:-}" ]; then
-  echo "profile: schema change: $PROFILE_SETUP"
+  say "schema change: $PROFILE_SETUP"
   psql -X -q -v ON_ERROR_STOP=1 -d bench -c "$PROFILE_SETUP"
   psql -X -q -v ON_ERROR_STOP=1 -d bench -c "VACUUM ANALYZE sandbox_store.instances"
 fi
 version=$(psql -X -At -d bench -c "SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'")
-"$bindir/pg_ctl" -D "$dir/data" -w stop >/dev/null
+sb_cluster_stop "$dir" fast
 # Every run starts from this state (a workload that writes leaves dead tuples
 # that would make the next one pay for pruning and hint bits).
 mv "$dir/data" "$dir/data.orig"
@@ -136,22 +127,20 @@ run() { # workload n outfile
     "$bindir/postgres" --single -D "$dir/data" -c fsync=off -c jit=off bench \
     <"$dir/script.sql" >"$dir/single.out" 2>"$dir/valgrind.err" || {
     tail -n 20 "$dir/valgrind.err" "$dir/single.out" >&2
-    echo "profile: $1 failed" >&2
-    exit 1
+    fail "$1 failed"
   }
   if grep -q "ERROR:" "$dir/single.out" "$dir/valgrind.err"; then
     grep -h -m 3 "ERROR:" "$dir/single.out" "$dir/valgrind.err" >&2
-    echo "profile: $1: the statement failed" >&2
-    exit 1
+    fail "$1: the statement failed"
   fi
 }
 
-echo "profile: sandbox_store $version, $rows records, $calls calls after $warm warm-up calls, instructions per call:"
+say "sandbox_store $version, $rows records, $calls calls after $warm warm-up calls, instructions per call:"
 printf '%-22s %14s\n' workload instructions >"$out/summary.txt"
 for wl in "${workloads[@]}"; do
-  [ -f "$here/$wl.pgbench" ] || { echo "profile: no bench/$wl.pgbench" >&2; exit 1; }
+  [ -f "$here/$wl.pgbench" ] || fail "no bench/$wl.pgbench"
   if [ "$(grep -v '^--' "$here/$wl.pgbench" | grep -v '^\\' | grep -c ';')" != 1 ]; then
-    echo "profile: $wl: skipped (not a one-statement workload)"
+    say "$wl: skipped (not a one-statement workload)"
     continue
   fi
   run "$wl" "$warm" "$out/$wl.short.cg"
@@ -164,4 +153,4 @@ for wl in "${workloads[@]}"; do
     >"$out/$wl.annotate.txt" || true
   rm -f "$out/$wl.short.cg"
 done
-echo "profile: per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
+say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"

@@ -45,7 +45,10 @@
 #                                  client, to check the harness only
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../test/scripts/lib.sh"
+sb_name=bench-rtt
+here=$sb_top/bench
 smoke=${BENCH_SMOKE:-0}
 rtts=${BENCH_RTT_MS:-"0 0.2 0.5 1"}
 clients_list=${BENCH_RTT_CLIENTS:-"8 64"}
@@ -63,11 +66,6 @@ fi
 wls=(ensure_auto ensure_txn app_txn plpgsql_ensure_auto create_lock create_lease3 create_lease2)
 db=bench_rtt
 
-say() { echo "bench-rtt: $*"; }
-fail() {
-  echo "bench-rtt: FAIL: $*" >&2
-  exit 1
-}
 psql_db() { psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 
 [ -d "${PGHOST:-}" ] || fail "PGHOST must be the server's socket directory (the proxy relays to it)"
@@ -78,7 +76,7 @@ for tool in psql pgbench cc awk; do
 done
 
 mkdir -p "$out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/sandbox_store_rtt.XXXXXX")
+sb_tempdir sandbox_store_rtt; work=$sb_dir
 proxy_pid=""
 proxy_cpu=0
 # Stops the proxy (in this shell, which started it) and sets proxy_cpu to
@@ -92,14 +90,7 @@ stop_proxy() {
   proxy_cpu=$(awk '/^delay-proxy: [0-9.]+ s user/ { printf "%.2f\n", $2 + $5 }' "$work/proxy.err")
   proxy_cpu=${proxy_cpu:-0}
 }
-cleanup() {
-  local rc=$?
-  stop_proxy || true
-  psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
-  rm -rf "$work"
-  exit $rc
-}
-trap cleanup EXIT
+sb_at_exit stop_proxy
 
 cc -O2 -Wall -Wextra -o "$work/delay-proxy" "$here/delay-proxy.c" || fail "could not build the delay proxy"
 start_proxy() { # one-way delay in microseconds
@@ -113,8 +104,7 @@ start_proxy() { # one-way delay in microseconds
   fail "the delay proxy did not start on port $port"
 }
 
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" \
-  -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+sb_fresh_db "$db"
 psql_db -v rows="$rows" -f "$here/setup.sql" >/dev/null
 psql_db -f "$here/plpgsql_baseline.sql" >/dev/null
 psql_db -c "CREATE TABLE bench_rtt (target_ms float8, rtt_ms float8, workload text, clients int, rep int,

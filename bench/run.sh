@@ -68,9 +68,11 @@
 # failures: the benchmark is not a test.
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(dirname "$here")
-cd "$top"
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../test/scripts/lib.sh"
+sb_name=bench
+here=$sb_top/bench
+cd "$sb_top"
 
 smoke=${BENCH_SMOKE:-0}
 secs=${BENCH_SECONDS:-5}
@@ -109,54 +111,31 @@ plot_repeats=${plot_repeats:-$repeats}
 mkdir -p "$out"
 rm -f "$out"/runs.tsv "$out"/pgbench.log "$out"/report.md "$out"/plot.dat "$out"/plot.png \
   "$out"/memory.txt "$out"/machine.txt
-work=$(mktemp -d "${TMPDIR:-/tmp}/sandbox_store_bench.XXXXXX")
-dbs=(bench bench_mem bench_scale bench_hot)
+sb_tempdir sandbox_store_bench; work=$sb_dir
+[ "${BENCH_KEEP_DB:-0}" = 1 ] || sb_at_exit sb_drop_db bench bench_mem bench_scale bench_hot
 
-say() { echo "bench: $*"; }
-fail() {
-  echo "bench: FAIL: $*" >&2
-  exit 1
-}
 psql_db() {
   local db=$1
   shift
   psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"
 }
-cleanup() {
-  local rc=$?
-  if [ "${BENCH_KEEP_DB:-0}" != 1 ]; then
-    for db in "${dbs[@]}"; do
-      psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
-    done
-  fi
-  rm -rf "$work"
-  exit $rc
-}
-trap cleanup EXIT
 
 for tool in psql pgbench awk sort; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool not found"
 done
 
-new_db() {
-  psql_db postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $1" \
-    -c "CREATE DATABASE $1"
-}
-
 # --- the server -------------------------------------------------------------
 
-# On with-cluster.sh's throwaway cluster (it exports SB_SERVER_LOG), give the
+# On with-cluster.sh's throwaway cluster (it exports SB_CLUSTER_DIR), give the
 # server enough shared_buffers for the scale data set (~2.5 GB at 10M
 # records), so the scale phase measures index depth, not the OS page cache.
-if [ -n "$shared_buffers" ] && [ -n "${SB_SERVER_LOG:-}" ]; then
-  datadir=$(psql -X -At -d postgres -c "SHOW data_directory")
+if [ -n "$shared_buffers" ] && [ -n "${SB_CLUSTER_DIR:-}" ]; then
   current=$(psql -X -At -d postgres -c "SHOW shared_buffers")
-  if [ "$current" != "$shared_buffers" ] && [ -w "$datadir" ]; then
+  if [ "$current" != "$shared_buffers" ]; then
     say "throwaway cluster: shared_buffers $current -> $shared_buffers (ALTER SYSTEM, restart)"
     psql_db postgres -c "ALTER SYSTEM SET shared_buffers = '$shared_buffers'"
-    pg_ctl=$("${PG_CONFIG:-pg_config}" --bindir)/pg_ctl
-    "$pg_ctl" -D "$datadir" -l "$SB_SERVER_LOG" -w -m fast restart >/dev/null ||
-      fail "could not restart the server with shared_buffers = $shared_buffers"
+    sb_use_pg
+    sb_cluster_restart "$SB_CLUSTER_DIR"
   fi
 fi
 
@@ -189,7 +168,7 @@ sed 's/^/bench: /' "$out/machine.txt"
 # --- databases --------------------------------------------------------------
 
 load_db() { # db rows
-  new_db "$1"
+  sb_create_db "$1"
   psql_db "$1" -v rows="$2" -f "$here/setup.sql"
   psql_db "$1" -f "$here/plpgsql_baseline.sql"
 }
@@ -418,7 +397,7 @@ hot_variants=(
   "9|default version as shipped (1.2: fillfactor 90, no updated_at index, domain)||ensure|"
 )
 if has_phase hot; then
-  new_db bench_hot
+  sb_create_db bench_hot
   psql_db bench_hot <<'SQL'
 CREATE PROCEDURE public.bench_stamp_loop(mode text, n int, nrows int)
 LANGUAGE plpgsql AS $$
@@ -474,7 +453,7 @@ fi
 
 if has_phase scale; then
   say "scale: loading $scale_rows records"
-  new_db bench_scale
+  sb_create_db bench_scale
   # Fast load: drop the table's indexes, insert, build them again (the same
   # definitions, read from the catalog), then VACUUM ANALYZE.
   psql_db bench_scale -c "CREATE EXTENSION sandbox_store"
@@ -567,7 +546,7 @@ SELECT count(*) FROM bench_runs
 SQL
 )
   if [ "$n" -lt 1 ]; then
-    echo "bench: no throughput for $e" >&2
+    warn "no throughput for $e"
     missing=$((missing + 1))
   fi
 done
@@ -609,7 +588,7 @@ fi
 library_note=""
 if [ "$(library_sum)" != "$library_at_start" ]; then
   library_note="WARNING: $library changed during the run (md5 $library_at_start -> $(library_sum)): the results mix versions; run again."
-  echo "bench: $library_note" >&2
+  warn "$library_note"
 fi
 
 {

@@ -22,23 +22,19 @@
 # session ended early.
 set -euo pipefail
 
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../scripts/lib.sh"
+sb_name=growth
+
 calls=${SB_GROWTH_CALLS:-1000000}
 limit=${SB_GROWTH_LIMIT:-1048576}
 db=sb_growth
-work=$(mktemp -d "${TMPDIR:-/tmp}/sb_growth.XXXXXX")
-cleanup() {
-  psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $db" -c "DROP ROLE IF EXISTS sb_growth_app" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+sb_tempdir sb_growth; work=$sb_dir
 
-psql -X -q -v ON_ERROR_STOP=1 -d postgres <<SQL
-SET client_min_messages = warning;
-DROP DATABASE IF EXISTS $db;
-DROP ROLE IF EXISTS sb_growth_app;
-CREATE DATABASE $db;
-CREATE ROLE sb_growth_app LOGIN;
-SQL
+sb_fresh_db "$db"
+sb_at_exit sb_quiet psql -X -q -d postgres -c "DROP ROLE IF EXISTS sb_growth_app"
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" \
+  -c "DROP ROLE IF EXISTS sb_growth_app" -c "CREATE ROLE sb_growth_app LOGIN"
 psql -X -q -v ON_ERROR_STOP=1 -d "$db" <<'SQL'
 CREATE EXTENSION sandbox_store;
 GRANT USAGE ON SCHEMA sandbox_store TO sb_growth_app;
@@ -105,10 +101,10 @@ errors=$(grep -c '^psql:.*ERROR' "$work/err" || true)
 null_errors=$(grep -c 'ERROR:  key must not be null' "$work/err" || true)
 rc=0
 if ! grep -q '^SBDONE' "$work/out"; then
-  echo "growth: FAILED: the session did not reach the end" >&2; tail -5 "$work/err" >&2; rc=1
+  warn "FAILED: the session did not reach the end"; tail -5 "$work/err" >&2; rc=1
 fi
 if [ "$fails" != 0 ] || [ "$errors" != "$expected_errors" ] || [ "$null_errors" != "$expected_errors" ]; then
-  echo "growth: FAILED: $errors errors ($expected_errors expected, all 'key must not be null'), $fails wrong results" >&2
+  warn "FAILED: $errors errors ($expected_errors expected, all 'key must not be null'), $fails wrong results"
   grep ERROR "$work/err" | grep -v 'key must not be null' | sort | uniq -c | sort -rn | head >&2
   rc=1
 fi
@@ -118,12 +114,12 @@ last=$(grep '^SBMEM' "$work/out" | tail -1 | awk '{print $3}')
 made=$(grep '^SBMEM' "$work/out" | tail -1 | awk '{print $2}')
 if [ -n "$first" ] && [ -n "$last" ]; then
   growth=$((last - first))
-  echo "growth: $made calls in ${took}s; memory after warm-up at least $first bytes, at the end $last bytes: growth $growth bytes (limit $limit)"
+  say "$made calls in ${took}s; memory after warm-up at least $first bytes, at the end $last bytes: growth $growth bytes (limit $limit)"
   if [ "$growth" -ge "$limit" ]; then
-    echo "growth: FAILED: the backend's memory grew by $growth bytes" >&2; rc=1
+    warn "FAILED: the backend's memory grew by $growth bytes"; rc=1
   fi
 else
-  echo "growth: FAILED: no memory samples" >&2; rc=1
+  warn "FAILED: no memory samples"; rc=1
 fi
-[ $rc -eq 0 ] && echo "growth: ok"
+[ $rc -eq 0 ] && say ok
 exit $rc

@@ -32,15 +32,17 @@
 #
 # Under with-cluster.sh the cluster it starts is not used: this script
 # needs a server of its own.  SB_MEMCHECK_KEEP=1 keeps the work directory.
+# As root it runs as postgres on a copy of the tree (lib.sh's sb_as_postgres),
+# and the cluster is lib.sh's too (sb_cluster_init, then a postgres started
+# here with the runtime preloaded).
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-PG_CONFIG=${PG_CONFIG:-pg_config}
-
-if [ "$(id -u)" = 0 ]; then
-  # initdb refuses root: run as postgres on a copy of the tree.
-  exec "$top/test/scripts/with-cluster.sh" test/memory/run.sh "$@"
-fi
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../scripts/lib.sh"
+sb_name=memcheck
+top=$sb_top
+sb_as_postgres "$@"
+sb_use_pg
 
 fuzz_calls=${SB_MEMCHECK_FUZZ_CALLS:-3000}
 growth_calls=${SB_MEMCHECK_GROWTH_CALLS:-100000}
@@ -52,28 +54,22 @@ sharedir=$("$PG_CONFIG" --sharedir)
 pkglibdir=$("$PG_CONFIG" --pkglibdir)
 includedir_server=$("$PG_CONFIG" --includedir-server)
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/sb_memcheck.XXXXXX")
+sb_keep=${SB_MEMCHECK_KEEP:-}
+sb_tempdir sb_memcheck; work=$sb_dir
 inst=$work/inst
-server_pid=
 holder_pid=
-cleanup() {
-  if [ -n "$holder_pid" ]; then kill "$holder_pid" 2>/dev/null || true; fi
-  if [ -n "$server_pid" ]; then
-    "$inst$bindir/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || kill "$server_pid" 2>/dev/null || true
-  fi
-  if [ -n "${SB_MEMCHECK_KEEP:-}" ]; then echo "memcheck: work directory kept: $work"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-say() { echo "memcheck: $*"; }
+kill_holder() { if [ -n "$holder_pid" ]; then kill "$holder_pid" 2>/dev/null || true; fi; }
+sb_at_exit kill_holder
 failures=()
 
 # 1. The sanitizer build, out of the source tree.
 say "building sandbox_store with $sanitize"
+# (the Makefile includes test/test.mk and bench/bench.mk)
 mkdir -p "$work/build"
-cp -a "$top/Makefile" "$top/sandbox_store.control" "$top/src" "$top/sql" "$work/build/"
+(cd "$top" && tar cf - Makefile sandbox_store.control src sql test/test.mk bench/bench.mk) | tar xf - -C "$work/build"
 rm -f "$work/build"/src/*.o "$work/build"/src/*.bc "$work/build"/*.so
 make -C "$work/build" -s PG_CONFIG="$PG_CONFIG" with_llvm=no COPT="$sanitize" >"$work/build.log" 2>&1 ||
-  { cat "$work/build.log" >&2; exit 1; }
+  { cat "$work/build.log" >&2; fail "the sanitizer build failed"; }
 
 # 2. A private installation with that build in it.
 mkdir -p "$inst$bindir" "$inst$sharedir" "$inst$pkglibdir"
@@ -81,36 +77,29 @@ cp -a "$bindir/." "$inst$bindir/"
 cp -a "$sharedir/." "$inst$sharedir/"
 cp -a "$pkglibdir/." "$inst$pkglibdir/"
 make -C "$work/build" -s PG_CONFIG="$PG_CONFIG" with_llvm=no COPT="$sanitize" DESTDIR="$inst" install \
-  >>"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; exit 1; }
+  >>"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "the sanitizer build did not install"; }
 module=$inst$pkglibdir/sandbox_store.so
 libasan=$(ldd "$module" | awk '/libasan/ { print $3 }')
-[ -n "$libasan" ] && [ -e "$libasan" ] || { echo "memcheck: $module does not link libasan" >&2; exit 1; }
+if [ -z "$libasan" ] || [ ! -e "$libasan" ]; then fail "$module does not link libasan"; fi
 gcc $sanitize -O1 -g -fPIC -shared -I "$includedir_server" -o "$work/canary.so" "$top/test/memory/canary.c"
 gcc -O2 -fPIC -shared -nostdlib -o "$work/asan_shim.so" "$top/test/memory/asan_shim.c"
 
-# 3. The server, with the sanitizer runtime preloaded.
-"$inst$bindir/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync \
-  >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; exit 1; }
-cat >>"$work/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$work'
-port = 5432
-max_connections = 50
-fsync = off
-autovacuum_naptime = 1s
-log_line_prefix = '%m [%p] %q%a '
-CONF
+# 3. The server, with the sanitizer runtime preloaded: a cluster of the
+# private installation's initdb, its postgres started here, not by pg_ctl
+# (the runtime is for the server only).
+sb_bindir=$inst$bindir
+sb_cluster_init "$work" "max_connections = 50" "autovacuum_naptime = 1s"
+sb_cluster_env "$work"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:halt_on_error=1:allocator_may_return_null=1:log_path=$work/asan"
-LD_PRELOAD="$libasan $work/asan_shim.so" "$inst$bindir/postgres" -D "$work/data" >"$work/server.log" 2>&1 &
+LD_PRELOAD="$libasan $work/asan_shim.so" "$sb_bindir/postgres" -D "$work/data" >"$work/server.log" 2>&1 &
 server_pid=$!
 unset ASAN_OPTIONS
-export PGHOST=$work PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
 for _ in $(seq 1 100); do
   pg_isready -q && break
   sleep 0.2
 done
-pg_isready -q || { cat "$work/server.log" >&2; echo "memcheck: the server did not start" >&2; exit 1; }
-say "server $server_pid up (postgres of $inst$bindir, $libasan preloaded)"
+pg_isready -q || { cat "$work/server.log" >&2; fail "the server did not start"; }
+say "server $server_pid up (postgres of $sb_bindir, $libasan preloaded)"
 
 # 4. The harness sees reports, and the sanitizer build is what runs.
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE sb_canary" >/dev/null
@@ -132,9 +121,8 @@ done
 if [ $canary_ubsan = 1 ] && [ $canary_asan = 1 ]; then
   say "canary: the signed overflow and the heap overflow were both reported"
 else
-  echo "memcheck: the canary's reports did not appear (ubsan $canary_ubsan, asan $canary_asan): the harness is blind" >&2
   ls -l "$work" >&2
-  exit 1
+  fail "the canary's reports did not appear (ubsan $canary_ubsan, asan $canary_asan): the harness is blind"
 fi
 psql -X -q -c "DROP DATABASE sb_canary" >/dev/null
 maps=$(psql -X -At -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION sandbox_store' \
@@ -143,8 +131,7 @@ maps=$(psql -X -At -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION sandbox_store' \
 if grep -qF "$module" <<<"$maps" && grep -q libasan <<<"$maps"; then
   say "a backend maps $module and libasan"
 else
-  echo "memcheck: the backend does not run the sanitizer build" >&2
-  exit 1
+  fail "the backend does not run the sanitizer build"
 fi
 
 # 5. The suites.
@@ -209,7 +196,7 @@ run fuzz fuzz
 run growth env SB_GROWTH_CALLS="$growth_calls" test/memory/growth.sh
 
 # 6. What the sanitizers and the server said.
-if grep -E "terminated by signal|was terminated by exception|PANIC:" "$work/server.log"; then
+if sb_cluster_crashed "$work"; then
   failures+=("a backend crashed (server log above)")
 fi
 # AddressSanitizer writes asan.<pid> files; UndefinedBehaviorSanitizer writes
@@ -235,7 +222,7 @@ fi
 
 if [ ${#failures[@]} -gt 0 ]; then
   say "FAILED: ${failures[*]}"
-  SB_MEMCHECK_KEEP=1
+  sb_keep=1
   exit 1
 fi
 say "ok"

@@ -11,6 +11,11 @@
 # ("DEMO CHECK FAILED") when the extension does not behave as shown.
 set -euo pipefail
 
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+sb_name=                    # the transcript's lines stand alone
+sb_fail="DEMO CHECK FAILED"
+
 DB=demo
 APP=app
 KEY='acme/thread-T1/default/provider-x'
@@ -18,13 +23,12 @@ THREAD='thread-T1'
 PROVIDER='provider-x'
 CREATE_SECS=2            # how long the simulated provider takes to create a sandbox
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/sandbox_store_demo.XXXXXX")
+sb_tempdir sandbox_store_demo; work=$sb_dir
 bg_pids=()
-cleanup() {
+kill_servers() {
   for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$work"
 }
-trap cleanup EXIT
+sb_at_exit kill_servers
 
 # psql as the superuser (the admin), and as the app role (an app server).
 admin() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
@@ -33,10 +37,8 @@ app() { PGUSER=$APP psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$DB" "$@"; }
 # interpolated (psql -c does not interpolate them).
 appq() { local sql=$1; shift; app "$@" <<<"$sql"; }
 
-fail() { echo "DEMO CHECK FAILED: $*" >&2; exit 1; }
 # check DESCRIPTION ACTUAL EXPECTED
 check() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
-say() { printf '%s\n' "$*"; }
 heading() { printf '\n== %s\n' "$*"; }
 
 # The query the README documents: who holds (or waits for) a key's lock.

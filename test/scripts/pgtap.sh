@@ -12,32 +12,24 @@
 #   SB_PGTAP_ARGS extra pg_prove options (e.g. "--verbose")
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+sb_name=pgtap
+cd "$sb_top"
 
 db=${SB_PGTAP_DB:-sandbox_store_pgtap}
 
 for tool in psql pg_prove; do
   command -v "$tool" >/dev/null 2>&1 ||
-    { echo "pgtap: $tool not found (install postgresql-15-pgtap / libtap-parser-sourcehandler-pgtap-perl)" >&2; exit 1; }
+    fail "$tool not found (install postgresql-15-pgtap / libtap-parser-sourcehandler-pgtap-perl)"
 done
 
 shopt -s nullglob
 tests=(test/pgtap/*.sql)
 shopt -u nullglob
-[ ${#tests[@]} -gt 0 ] || { echo "pgtap: no test files in test/pgtap/" >&2; exit 1; }
+[ ${#tests[@]} -gt 0 ] || fail "no test files in test/pgtap/"
 
-psql_admin() {
-  psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" "$@"
-}
-
-drop_db() {
-  psql_admin -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 ||
-    echo "pgtap: could not drop database $db" >&2
-}
-
-psql_admin -c "DROP DATABASE IF EXISTS \"$db\"" -c "CREATE DATABASE \"$db\""
-trap drop_db EXIT
+sb_fresh_db "$db"
 
 psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pgtap"
 

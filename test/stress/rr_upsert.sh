@@ -18,8 +18,10 @@
 #   SB_RR_DB (sandbox_store_rr)  SB_RR_CLIENTS (6)  SB_RR_OTHERS (4)  SB_RR_SECONDS (10)
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../scripts/lib.sh"
+sb_name=rr_upsert
+cd "$sb_top"
 db=${SB_RR_DB:-sandbox_store_rr}
 clients=${SB_RR_CLIENTS:-6}
 others=${SB_RR_OTHERS:-4}
@@ -27,14 +29,7 @@ seconds=${SB_RR_SECONDS:-10}
 out=test/stress/out
 mkdir -p "$out"
 
-fail() {
-  echo "rr_upsert: FAIL: $*" >&2
-  exit 1
-}
-
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" \
-  -c "DROP DATABASE IF EXISTS \"$db\"" -c "CREATE DATABASE \"$db\""
-trap 'psql -X -q -d postgres -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 || true' EXIT
+sb_fresh_db "$db"
 psql -X -q -v ON_ERROR_STOP=1 -d "$db" <<'SQL'
 CREATE EXTENSION sandbox_store;
 CREATE FUNCTION sb_rr_check(k text, want text) RETURNS int LANGUAGE plpgsql AS $$
@@ -72,6 +67,6 @@ for direct in on off; do
   retried=$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$out/rr_upsert.$direct.log")
   m=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out/rr_other.$direct.log")
   [ "${n:-0}" -gt 100 ] && [ "${m:-0}" -gt 100 ] || fail "direct_reads=$direct: too few transactions ($n, $m)"
-  echo "rr_upsert: direct_reads=$direct: $n REPEATABLE READ write+read transactions (${retried:-0} retried after 40001) against $m others: every read saw its own write"
+  say "direct_reads=$direct: $n REPEATABLE READ write+read transactions (${retried:-0} retried after 40001) against $m others: every read saw its own write"
 done
-echo "rr_upsert: ok"
+say ok

@@ -37,8 +37,10 @@
 #   that does not track prepared statements)
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../scripts/lib.sh"
+sb_name=stress
+cd "$sb_top"
 
 db=${SB_STRESS_DB:-sandbox_store_stress}
 clients=${SB_STRESS_CLIENTS:-32}
@@ -58,28 +60,14 @@ out=test/stress/out
 mkdir -p "$out"
 rm -f "$out"/pgbench.*.log
 
-fail() {
-  echo "stress: FAIL: $*" >&2
-  exit 1
-}
-
 for tool in psql pgbench; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool not found"
 done
 
-psql_admin() {
-  psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" "$@"
-}
 psql_db() {
   psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"
 }
-drop_db() {
-  psql_admin -c "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 ||
-    echo "stress: could not drop database $db" >&2
-}
-
-psql_admin -c "DROP DATABASE IF EXISTS \"$db\"" -c "CREATE DATABASE \"$db\""
-trap drop_db EXIT
+sb_fresh_db "$db"
 
 psql_db <<'SQL'
 CREATE EXTENSION sandbox_store;
@@ -189,7 +177,7 @@ SQL
 if [ -n "$problems" ]; then
   n_problems=$(echo "$problems" | wc -l)
   echo "$problems" | head -n 25 | sed 's/^/stress: violation: /' >&2
-  [ "$n_problems" -le 25 ] || echo "stress: ... and $((n_problems - 25)) more violations" >&2
+  [ "$n_problems" -le 25 ] || warn "... and $((n_problems - 25)) more violations"
   fail "$n_problems invariant violations (pgbench output in $out/)"
 fi
 
@@ -202,7 +190,7 @@ SELECT (SELECT count(*) FROM creates),
 SQL
 )
 read -r n_create n_resume n_rows n_raced <<<"$summary"
-echo "stress: ok: $total/$total transactions ($rounds rounds x $clients clients x $txns," \
+say "ok: $total/$total transactions ($rounds rounds x $clients clients x $txns," \
   "$keys new keys per round): $n_create creates, $n_resume resumes, $n_rows records," \
   "every key created exactly once, $n_raced resumes raced a create (waited, then saw it), no lock left;" \
   "${elapsed}s (tps per round: ${tps[*]})"
