@@ -46,6 +46,19 @@ get_table_owner(void)
 }
 
 /*
+ * The result of the last statement sb_spi_execute ran in the current
+ * connection: freed when the next one runs.  SPI keeps every result of a
+ * connection until SPI_finish, and a call that waits for a claim runs a
+ * statement on every poll (a reap, a few per record), so kept results would
+ * grow the call's memory without bound.  Callers read a statement's result
+ * before they run the next one; a result to keep longer is copied out
+ * (SPI_copytuple and the like copy to the context the connection was made
+ * from).  Results that other SPI calls make (a cursor's batch) are not
+ * touched here.
+ */
+static SPITupleTable *last_result = NULL;
+
+/*
  * The one SPI convention: an SQL entry point connects (sb_spi_connect) after
  * its arguments are checked and finishes before it returns; every helper
  * that runs statements (claims.c, store.c, take.c's loops) runs them in the
@@ -59,13 +72,17 @@ sb_spi_connect(void)
 
 	if (rc != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
+	/* left over from a call that ended in an error (its connection is gone) */
+	last_result = NULL;
 }
 
 void
 sb_spi_finish(void)
 {
-	int rc = SPI_finish();
+	int rc;
 
+	last_result = NULL;
+	rc = SPI_finish();
 	if (rc != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
 }
@@ -170,6 +187,11 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 	int save_sec_context;
 	int rc;
 
+	if (last_result != NULL)
+	{
+		SPI_freetuptable(last_result);
+		last_result = NULL;
+	}
 	as_owner_begin(&save_userid, &save_sec_context);
 	if (snapshot != InvalidSnapshot)
 		rc =
@@ -182,6 +204,7 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 	if (rc != stmt->expect)
 		elog(ERROR, "SPI_execute_plan returned %s for \"%s\", not %s", SPI_result_code_string(rc),
 			 stmt->sql, SPI_result_code_string(stmt->expect));
+	last_result = SPI_tuptable;
 	return SPI_processed;
 }
 

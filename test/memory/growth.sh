@@ -25,7 +25,7 @@
 # it reads /proc through pg_read_file):
 #   a call waiting for a live claim (sandbox_ensure with wait => NULL): its
 #   backend's private memory (RssAnon) may grow by less than
-#   SB_GROWTH_WAIT_LIMIT bytes (default 128 kB) between 1 and 5 seconds into
+#   SB_GROWTH_WAIT_LIMIT bytes (default 16 kB) between 1 and 7 seconds into
 #   the wait (it polls the claim about 20 times a second);
 #   sandbox_reap of 20,000 idle records in one call: its backend's peak
 #   memory (VmHWM) may grow by less than SB_GROWTH_REAP_LIMIT bytes (default
@@ -34,7 +34,7 @@ set -euo pipefail
 
 calls=${SB_GROWTH_CALLS:-1000000}
 limit=${SB_GROWTH_LIMIT:-1048576}
-wait_limit=${SB_GROWTH_WAIT_LIMIT:-131072}
+wait_limit=${SB_GROWTH_WAIT_LIMIT:-16384}
 reap_limit=${SB_GROWTH_REAP_LIMIT:-33554432}
 db=sb_growth
 work=$(mktemp -d "${TMPDIR:-/tmp}/sb_growth.XXXXXX")
@@ -87,17 +87,17 @@ else
   else
     sleep 1
     at1=$(proc_kb "$pid" RssAnon)
-    sleep 4
-    at5=$(proc_kb "$pid" RssAnon)
+    sleep 6
+    at7=$(proc_kb "$pid" RssAnon)
     still=$(psql -X -At -d "$db" -c "SELECT pg_cancel_backend($pid)")
     wait "$waiter" || true
-    grown=$(((at5 - at1) * 1024))
-    echo "growth: a call waiting for a claim: RssAnon $at1 kB after 1 s, $at5 kB after 5 s: growth $grown bytes (limit $wait_limit)"
+    grown=$(((at7 - at1) * 1024))
+    echo "growth: a call waiting for a claim: RssAnon $at1 kB after 1 s, $at7 kB after 7 s: growth $grown bytes (limit $wait_limit)"
     if [ "$still" != t ] || ! grep -q 'canceling statement due to user request' "$work/waiter.out"; then
       echo "growth: FAILED: the waiting call ended before it was canceled" >&2; cat "$work/waiter.out" >&2; call_rc=1
     fi
     if [ "$grown" -ge "$wait_limit" ]; then
-      echo "growth: FAILED: a call waiting for a claim grew by $grown bytes in 4 s" >&2; call_rc=1
+      echo "growth: FAILED: a call waiting for a claim grew by $grown bytes in 6 s" >&2; call_rc=1
     fi
   fi
   # A large reap.  The table is read once first, so that its pages are
