@@ -17,6 +17,7 @@
 #include "sandbox_store.h"
 
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -125,43 +126,81 @@ as_owner_begin(Oid *save_userid, int *save_sec_context)
 }
 
 /*
- * Whether the statement's next run makes a plan: its first runs (custom
- * plans, then the generic plan the backend keeps), and the first run after
- * an invalidation (an ANALYZE or VACUUM of a table it reads, DDL).
- */
-static bool
-will_plan(SPIPlanPtr plan)
-{
-	List *sources = SPI_plan_get_plan_sources(plan);
-	CachedPlanSource *source;
-
-	if (list_length(sources) != 1)
-		return true;
-	source = linitial(sources);
-	return !source->is_valid || source->gplan == NULL || !source->gplan->is_valid;
-}
-
-/*
  * Every statement sb_spi_execute runs reads one key, or one thread's
  * records, and has an index for it; only the reaper's sweep (a cursor) reads
  * the whole table.  The planner does not always see that: on a table it
  * believes empty (VACUUM of an empty table leaves 0 pages and 0 tuples) a
  * sequential scan costs nothing, and the generic plan made then is kept
- * while the table grows, scanning all of it on every call.  So plans are
- * made with sequential scans off, the way PostgreSQL's own foreign-key
- * checks set a GUC around their SPI queries; a kept plan runs without the
- * GUC's cost.
+ * while the table grows, scanning all of it on every call.  And a plan is
+ * made with the settings of whichever caller's call happens to make it (a
+ * pooled connection serves many), then kept for every caller after.
+ *
+ * So plans are made with these settings, whatever the caller's, the way
+ * PostgreSQL's own foreign-key checks set a GUC around their SPI queries:
+ * index probes only, no parallel workers (a Gather on every call) and no JIT
+ * compilation (decided when planning, paid on every run).  The settings are
+ * set, in a GUC nest level, only for a run that makes a plan; a kept plan
+ * runs without their cost.
  */
-static int
-plan_by_index_begin(SPIPlanPtr plan)
+static const struct
 {
-	int nest_level;
+	const char *name;
+	const char *value;
+} planner_settings[] = {
+	{"enable_seqscan", "off"},
+	{"enable_indexscan", "on"},
+	{"enable_indexonlyscan", "on"},
+	{"enable_bitmapscan", "on"},
+	{"max_parallel_workers_per_gather", "0"},
+	{SB_GUC_DEBUG_PARALLEL_QUERY, "off"},
+	{"jit", "off"},
+};
 
-	if (!will_plan(plan))
-		return 0;
-	nest_level = NewGUCNestLevel();
-	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-							 true, 0, false);
+/* The statement's one CachedPlanSource (each statement is one query). */
+static CachedPlanSource *
+plan_source(SPIPlanPtr plan)
+{
+	List *sources = SPI_plan_get_plan_sources(plan);
+
+	if (list_length(sources) != 1)
+		elog(ERROR, "sandbox_store: a statement has %d plan sources, not 1", list_length(sources));
+	return linitial(sources);
+}
+
+/*
+ * Whether the statement's next run makes a plan, as PostgreSQL's plan cache
+ * will decide it (GetCachedPlan): the first run after an invalidation (an
+ * ANALYZE or VACUUM of a table it reads, DDL), or after the search_path
+ * changed (RevalidateCachedQuery compares the search_path the statement was
+ * analyzed under with the current one, as the role it runs as); and a run
+ * that makes a custom plan rather than use the generic one
+ * (choose_custom_plan: the first five runs, and whenever plan_cache_mode or
+ * the costs say so).  Called as the tables' owner, after invalidations were
+ * taken in.
+ */
+static bool
+will_plan(CachedPlanSource *source, bool has_params)
+{
+	if (!source->is_valid || source->gplan == NULL || !source->gplan->is_valid)
+		return true;
+	if (source->search_path != NULL && !sb_search_path_matches(source->search_path))
+		return true;
+	if (!has_params || plan_cache_mode == PLAN_CACHE_MODE_FORCE_GENERIC_PLAN)
+		return false;
+	if (plan_cache_mode == PLAN_CACHE_MODE_FORCE_CUSTOM_PLAN || source->num_custom_plans < 5)
+		return true;
+	return source->generic_cost >= source->total_custom_cost / source->num_custom_plans;
+}
+
+/* Set planner_settings for a run that makes a plan; returns the nest level. */
+static int
+plan_by_index_begin(void)
+{
+	int nest_level = NewGUCNestLevel();
+
+	for (int i = 0; i < lengthof(planner_settings); i++)
+		(void) set_config_option(planner_settings[i].name, planner_settings[i].value, PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	return nest_level;
 }
 
@@ -170,6 +209,23 @@ plan_by_index_end(int nest_level)
 {
 	if (nest_level > 0)
 		AtEOXact_GUC(true, nest_level);
+}
+
+/*
+ * A run that was not expected to plan made a plan all the same, with the
+ * caller's settings: an invalidation that arrived while PostgreSQL locked
+ * the statement's tables (DDL or an ANALYZE committed since this call
+ * looked).  The plan is dropped, so the next run prepares the statement
+ * again and plans it with planner_settings.
+ */
+static void
+forget_plan(SbStatement *stmt)
+{
+	SPIPlanPtr plan = stmt->plan;
+
+	stmt->plan = NULL;
+	if (SPI_freeplan(plan) != 0)
+		elog(ERROR, "SPI_freeplan failed");
 }
 
 /*
@@ -182,7 +238,9 @@ uint64
 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only, Snapshot snapshot)
 {
 	SPIPlanPtr plan = sb_spi_plan(stmt);
-	int nest_level = plan_by_index_begin(plan);
+	CachedPlanSource *source = plan_source(plan);
+	int nest_level = 0;
+	int generation;
 	Oid save_userid;
 	int save_sec_context;
 	int rc;
@@ -192,7 +250,16 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 		SPI_freetuptable(last_result);
 		last_result = NULL;
 	}
+
+	/*
+	 * Take in invalidations now, as the plan cache would while locking the
+	 * tables, so that will_plan sees them.
+	 */
+	AcceptInvalidationMessages();
 	as_owner_begin(&save_userid, &save_sec_context);
+	if (will_plan(source, stmt->nargs > 0))
+		nest_level = plan_by_index_begin();
+	generation = source->generation;
 	if (snapshot != InvalidSnapshot)
 		rc =
 			SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot, read_only, false, 0);
@@ -200,6 +267,8 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 		rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	plan_by_index_end(nest_level);
+	if (nest_level == 0 && source->generation != generation)
+		forget_plan(stmt);
 
 	if (rc != stmt->expect)
 		elog(ERROR, "SPI_execute_plan returned %s for \"%s\", not %s", SPI_result_code_string(rc),
