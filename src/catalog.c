@@ -28,6 +28,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "storage/sinval.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -175,6 +176,68 @@ sb_relations(void)
 		}
 	}
 	return &relations;
+}
+
+/*
+ * The SQL function of the call in progress (its pg_proc OID), and the count
+ * of invalidation messages taken in when it was last known to exist.  A call
+ * that waits (for a key's lock, a claim, a table) may wake up after DROP
+ * EXTENSION sandbox_store, and CREATE EXTENSION of a new one, committed
+ * meanwhile: the function it runs in, its result type, the relations and
+ * plans it knew are gone, and looking them up fails with "cache lookup
+ * failed" (XX000).  Such a call is stopped with an error of its own.
+ */
+static Oid call_function = InvalidOid;
+static uint64 call_invalidations = 0;
+
+static void
+report_dropped_in_flight(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("extension sandbox_store was dropped while the call waited"),
+			 errdetail("The function called no longer exists: DROP EXTENSION sandbox_store "
+					   "committed while the call waited for a key, a claim or a table.  The call "
+					   "was stopped and changed nothing."),
+			 errhint("Run the transaction again.")));
+}
+
+/* A call of the SQL function fcinfo describes begins (sb_spi_connect). */
+void
+sb_call_begin(FunctionCallInfo fcinfo)
+{
+	call_function = fcinfo->flinfo != NULL ? fcinfo->flinfo->fn_oid : InvalidOid;
+	call_invalidations = SharedInvalidMessageCounter;
+}
+
+void
+sb_call_end(void)
+{
+	call_function = InvalidOid;
+}
+
+/*
+ * Raise the error above if the function of the call in progress was dropped.
+ * Takes in invalidations first (a wait for an advisory lock does not); the
+ * catalog is looked at only when some arrived since the last look, so a
+ * call pays for this once per wait that let DDL in, not per statement.
+ */
+void
+sb_call_check(void)
+{
+	AcceptInvalidationMessages();
+	if (call_invalidations == SharedInvalidMessageCounter)
+		return;
+	call_invalidations = SharedInvalidMessageCounter;
+	sb_check_function(call_function);
+}
+
+/* The same for fn_oid, a function a call of this extension runs in. */
+void
+sb_check_function(Oid fn_oid)
+{
+	if (OidIsValid(fn_oid) && !SearchSysCacheExists1(PROCOID, ObjectIdGetDatum(fn_oid)))
+		report_dropped_in_flight();
 }
 
 /* A table (or index) of the extension is gone: the installation is broken. */

@@ -23,6 +23,7 @@
 #include "compat.h"
 
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -112,7 +113,7 @@ SB_NORETURN_BEFORE extern void sb_report_serialization(const text *key,
 													   const char *what) SB_NORETURN_AFTER;
 
 /* spi.c */
-extern void sb_spi_connect(void);
+extern void sb_spi_connect(FunctionCallInfo fcinfo);
 extern void sb_spi_finish(void);
 extern Datum sb_spi_value(const SPITupleTable *table, uint64 row, int attnum, const char *name);
 extern SPIPlanPtr sb_spi_plan(SbStatement *stmt);
@@ -133,6 +134,10 @@ typedef struct SbRelations
 } SbRelations;
 
 extern void sb_catalog_init(void);
+extern void sb_call_begin(FunctionCallInfo fcinfo);
+extern void sb_call_end(void);
+extern void sb_call_check(void);
+extern void sb_check_function(Oid fn_oid);
 extern const SbRelations *sb_relations(void);
 SB_NORETURN_BEFORE extern void sb_report_missing_table(const char *name) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE extern void sb_report_row_security(void) SB_NORETURN_AFTER;

@@ -67,7 +67,7 @@ static SPITupleTable *last_result = NULL;
  * land in the context the connection was made from.
  */
 void
-sb_spi_connect(void)
+sb_spi_connect(FunctionCallInfo fcinfo)
 {
 	int rc = SPI_connect();
 
@@ -75,6 +75,7 @@ sb_spi_connect(void)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 	/* left over from a call that ended in an error (its connection is gone) */
 	last_result = NULL;
+	sb_call_begin(fcinfo);
 }
 
 void
@@ -83,6 +84,7 @@ sb_spi_finish(void)
 	int rc;
 
 	last_result = NULL;
+	sb_call_end();
 	rc = SPI_finish();
 	if (rc != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed: %s", SPI_result_code_string(rc));
@@ -253,9 +255,11 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 
 	/*
 	 * Take in invalidations now, as the plan cache would while locking the
-	 * tables, so that will_plan sees them.
+	 * tables, so that will_plan sees them; and stop if they dropped the
+	 * extension while the call waited.  Again after the statement, which
+	 * may have waited for its tables.
 	 */
-	AcceptInvalidationMessages();
+	sb_call_check();
 	as_owner_begin(&save_userid, &save_sec_context);
 	if (will_plan(source, stmt->nargs > 0))
 		nest_level = plan_by_index_begin();
@@ -269,6 +273,7 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 	plan_by_index_end(nest_level);
 	if (nest_level == 0 && source->generation != generation)
 		forget_plan(stmt);
+	sb_call_check();
 
 	if (rc != stmt->expect)
 		elog(ERROR, "SPI_execute_plan returned %s for \"%s\", not %s", SPI_result_code_string(rc),
@@ -308,6 +313,7 @@ sb_spi_cursor_open(SbStatement *stmt, Datum *args, const char *nulls)
 	int save_sec_context;
 	Portal portal;
 
+	sb_call_check();
 	as_owner_begin(&save_userid, &save_sec_context);
 	portal = SPI_cursor_open(NULL, plan, args, nulls, false);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
@@ -324,5 +330,6 @@ sb_spi_cursor_fetch(Portal portal, long count)
 	as_owner_begin(&save_userid, &save_sec_context);
 	SPI_cursor_fetch(portal, true, count);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
+	sb_call_check();
 	return SPI_processed;
 }
