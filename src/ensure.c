@@ -121,7 +121,7 @@ decide_lease_mode(const EnsureArgs *a, SbRecord *rec, SbClaim *claim, SbClaim *b
 }
 
 static HeapTuple
-ensure_decide(FunctionCallInfo fcinfo, TupleDesc desc, const EnsureArgs *a)
+ensure_decide(TupleDesc desc, const EnsureArgs *a)
 {
 	const char *action;
 	bool claimed = a->lease != NULL;
@@ -133,7 +133,7 @@ ensure_decide(FunctionCallInfo fcinfo, TupleDesc desc, const EnsureArgs *a)
 	 * Under the key's lock; a live claim makes it wait (take.c).  The record
 	 * is copied to the context the connection was made from.
 	 */
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	for (int delay_ms = 1;; sb_back_off(a->key, &a->wait, &blocker, &delay_ms))
 	{
 		sb_lock_key(a->key, &a->wait);
@@ -205,7 +205,7 @@ ensure_srf(FunctionCallInfo fcinfo, bool api_1_1)
 		if (a.lease != NULL)
 			sb_require_claims("lease mode");
 
-		funcctx->user_fctx = ensure_decide(fcinfo, desc, &a);
+		funcctx->user_fctx = ensure_decide(desc, &a);
 
 		MemoryContextSwitchTo(oldcxt);
 	}

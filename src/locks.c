@@ -136,7 +136,7 @@ sandbox_lock_holder(PG_FUNCTION_ARGS)
 	args[2] = ObjectIdGetDatum((Oid) (uint32) id);
 	args[3] = Int16GetDatum(SB_LOCK_CLASS);
 
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	found = sb_spi_execute(&holder_stmt, args, NULL, true, InvalidSnapshot) > 0;
 	if (found)
 	{

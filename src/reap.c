@@ -103,7 +103,7 @@ sandbox_reap(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	values = palloc(rsinfo->setDesc->natts * sizeof(Datum));
 	nulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	{
 		Datum arg = TimestampTzGetDatum(cutoff);
 

@@ -113,7 +113,7 @@ SB_NORETURN_BEFORE extern void sb_report_serialization(const text *key,
 													   const char *what) SB_NORETURN_AFTER;
 
 /* spi.c */
-extern void sb_spi_connect(FunctionCallInfo fcinfo);
+extern void sb_spi_connect(void);
 extern void sb_spi_finish(void);
 extern Datum sb_spi_value(const SPITupleTable *table, uint64 row, int attnum, const char *name);
 extern SPIPlanPtr sb_spi_plan(SbStatement *stmt);
@@ -125,6 +125,7 @@ extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
 /* catalog.c: the managed relations, their owner, citus; one cache */
 typedef struct SbRelations
 {
+	Oid extension; /* sandbox_store itself */
 	Oid instances;
 	Oid leases;        /* InvalidOid before version 1.1 */
 	Oid fence_seq;     /* InvalidOid before version 1.1 */
@@ -134,7 +135,7 @@ typedef struct SbRelations
 } SbRelations;
 
 extern void sb_catalog_init(void);
-extern void sb_call_begin(FunctionCallInfo fcinfo);
+extern void sb_call_begin(void);
 extern void sb_call_end(void);
 extern void sb_call_check(void);
 extern void sb_check_function(Oid fn_oid);

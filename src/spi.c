@@ -67,7 +67,7 @@ static SPITupleTable *last_result = NULL;
  * land in the context the connection was made from.
  */
 void
-sb_spi_connect(FunctionCallInfo fcinfo)
+sb_spi_connect(void)
 {
 	int rc = SPI_connect();
 
@@ -75,7 +75,7 @@ sb_spi_connect(FunctionCallInfo fcinfo)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 	/* left over from a call that ended in an error (its connection is gone) */
 	last_result = NULL;
-	sb_call_begin(fcinfo);
+	sb_call_begin();
 }
 
 void

@@ -350,7 +350,7 @@ upsert(FunctionCallInfo fcinfo, const UpsertArgs *at)
 	 * also takes the key: a delete or ensure then waits for this transaction
 	 * instead of failing it.
 	 */
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	if (fenced || IsolationUsesXactSnapshot())
 	{
 		const text *key = (const text *) DatumGetPointer(args[Anum_instances_key - 1]);
@@ -418,7 +418,7 @@ sandbox_get(PG_FUNCTION_ARGS)
 		TupleDesc desc;
 		HeapTuple row;
 
-		sb_call_begin(fcinfo);
+		sb_call_begin();
 		row = sb_direct_fetch(SB_INSTANCES, (const text *) DatumGetPointer(key), NULL, &desc);
 		sb_call_end();
 		if (row != NULL)
@@ -431,7 +431,7 @@ sandbox_get(PG_FUNCTION_ARGS)
 		}
 		return (Datum) 0;
 	}
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	sb_spi_execute(&get_stmt, &key, NULL, true, statement_snapshot());
 	return_rows(fcinfo);
 	sb_spi_finish();
@@ -445,7 +445,7 @@ sandbox_list(PG_FUNCTION_ARGS)
 	Datum thread_id = PointerGetDatum(sb_required_text(fcinfo, 0, "thread_id"));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	sb_spi_execute(&list_stmt, &thread_id, NULL, true, statement_snapshot());
 	return_rows(fcinfo);
 	sb_spi_finish();
@@ -472,7 +472,7 @@ delete_record(FunctionCallInfo fcinfo)
 
 	bool fenced = sb_optional_fence(fcinfo, 1, &fence);
 
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	if (fenced)
 	{
 		sb_lock_key(key, &wait);

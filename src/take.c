@@ -246,7 +246,7 @@ sandbox_lock(PG_FUNCTION_ARGS)
 	SbWait wait = sb_wait_from(wait_arg);
 
 	sb_check_lock_scope("sandbox_lock");
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	sb_acquire_key(key, &wait);
 	sb_spi_finish();
 	PG_RETURN_VOID();
@@ -264,7 +264,7 @@ sandbox_try_lock(PG_FUNCTION_ARGS)
 	sb_check_lock_scope("sandbox_try_lock");
 	if (!sb_advisory_lock(key, true))
 		PG_RETURN_BOOL(false);
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	free = sb_key_free(key, &claim);
 	sb_spi_finish();
 	if (!free)
@@ -324,7 +324,7 @@ sandbox_claim(PG_FUNCTION_ARGS)
 
 	desc = sb_result_desc(fcinfo, "sandbox_claim", 3, 3);
 
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	for (int delay_ms = 1;; sb_back_off(key, &wait, &blocker, &delay_ms))
 	{
 		sb_lock_key(key, &wait);
@@ -357,7 +357,7 @@ sandbox_renew(PG_FUNCTION_ARGS)
 
 	bool renewed;
 
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	sb_lock_key(key, &wait);
 	renewed = sb_renew_claim(key, token, lease, &expires);
 	sb_spi_finish();
@@ -382,7 +382,7 @@ sandbox_release(PG_FUNCTION_ARGS)
 
 	bool released;
 
-	sb_spi_connect(fcinfo);
+	sb_spi_connect();
 	sb_lock_key(key, &wait);
 	released = sb_release_claim(key, token);
 	sb_spi_finish();
