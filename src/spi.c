@@ -271,7 +271,8 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 		rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	plan_by_index_end(nest_level);
-	if (nest_level == 0 && source->generation != generation)
+	/* (the source's generation counts the plans made for it) */
+	if (nest_level == 0 && plan_source(plan)->generation != generation)
 		forget_plan(stmt);
 	sb_call_check();
 
