@@ -6,8 +6,10 @@
  *	  which relations they are (found through the extension, so a renamed
  *	  schema or a look-alike table cannot redirect them), who owns them (the
  *	  role statements run as), whether row-level security is on (refused),
- *	  and whether citus is installed.  Also the errors for a missing table,
- *	  a moved schema and row-level security.
+ *	  and whether citus is installed; and whether the extension of a call
+ *	  in progress was dropped while the call waited.  Also the errors for a
+ *	  missing table, a moved schema, row-level security and a call whose
+ *	  extension was dropped or updated under it.
  *
  * One cache, one invalidation callback (for pg_class and pg_namespace
  * changes: CREATE EXTENSION citus and ALTER EXTENSION sandbox_store UPDATE

@@ -23,7 +23,6 @@
 #include "compat.h"
 
 #include "executor/spi.h"
-#include "fmgr.h"
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -122,7 +121,7 @@ extern uint64 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, 
 extern Portal sb_spi_cursor_open(SbStatement *stmt, Datum *args, const char *nulls);
 extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
 
-/* catalog.c: the managed relations, their owner, citus; one cache */
+/* catalog.c: the managed relations, their owner, citus (one cache); the call in progress */
 typedef struct SbRelations
 {
 	Oid extension; /* sandbox_store itself */

@@ -2,8 +2,10 @@
  *
  * spi.c
  *	  How every statement of sandbox_store runs: prepared once per backend
- *	  (SPI_prepare + SPI_keepplan) and executed as the owner of the managed
- *	  tables, in a restricted security context.
+ *	  (SPI_prepare + SPI_keepplan), planned with fixed planner settings
+ *	  whatever the caller's, and executed as the owner of the managed
+ *	  tables, in a restricted security context; each result freed once the
+ *	  next statement runs.
  *
  * Callers get no privilege on the tables.  EXECUTE on a function is the
  * gate; each statement then runs as the owner of sandbox_store.instances (as
