@@ -6,8 +6,10 @@
  *	  which relations they are (found through the extension, so a renamed
  *	  schema or a look-alike table cannot redirect them), who owns them (the
  *	  role statements run as), whether row-level security is on (refused),
- *	  and whether citus is installed.  Also the errors for a missing table,
- *	  a moved schema and row-level security.
+ *	  and whether citus is installed; and whether the extension of a call
+ *	  in progress was dropped while the call waited.  Also the errors for a
+ *	  missing table, a moved schema, row-level security and a call whose
+ *	  extension was dropped or updated under it.
  *
  * One cache, one invalidation callback (for pg_class and pg_namespace
  * changes: CREATE EXTENSION citus and ALTER EXTENSION sandbox_store UPDATE
@@ -28,6 +30,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
+#include "storage/sinval.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -158,6 +161,7 @@ sb_relations(void)
 		found.instances = member_relation("instances", nsp, ext);
 		found.leases = member_relation("leases", nsp, ext);
 		found.fence_seq = member_relation("fence_seq", nsp, ext);
+		found.extension = ext;
 		found.citus = OidIsValid(get_extension_oid("citus", true));
 		{
 			Oid leases_owner;
@@ -175,6 +179,95 @@ sb_relations(void)
 		}
 	}
 	return &relations;
+}
+
+/*
+ * The extension of the call in progress (as it was when the call began),
+ * and the count of invalidation messages taken in when it was last known to
+ * exist.  A call that waits (for a key's lock, a claim, a table) may wake up
+ * after DROP EXTENSION sandbox_store, and CREATE EXTENSION of a new one,
+ * committed meanwhile: the function it runs in, its result type, the
+ * relations and plans it knew are gone, and looking them up fails with
+ * "cache lookup failed" (XX000), or finds the new extension's tables.  Such
+ * a call is stopped with an error of its own.  (ALTER EXTENSION UPDATE keeps
+ * the extension: a call in flight across it goes on.)
+ */
+static Oid call_extension = InvalidOid;
+static uint64 call_invalidations = 0;
+
+static void
+report_dropped_in_flight(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("extension sandbox_store was dropped while the call waited"),
+			 errdetail("DROP EXTENSION sandbox_store committed while the call waited for a key, a "
+					   "claim or a table.  The call was stopped and changed nothing."),
+			 errhint("Run the transaction again.")));
+}
+
+static void
+report_replaced_in_flight(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("extension sandbox_store was updated while the call waited"),
+			 errdetail("ALTER EXTENSION sandbox_store UPDATE replaced the function called while "
+					   "the call waited for a key, a claim or a table.  The call was stopped and "
+					   "changed nothing."),
+			 errhint("Run the transaction again.")));
+}
+
+/* A call of one of the extension's SQL functions begins (sb_spi_connect). */
+void
+sb_call_begin(void)
+{
+	call_extension = sb_relations()->extension;
+	call_invalidations = SharedInvalidMessageCounter;
+}
+
+void
+sb_call_end(void)
+{
+	call_extension = InvalidOid;
+}
+
+/* Raise the error above if the extension of the call in progress is gone. */
+static void
+check_extension(void)
+{
+	if (OidIsValid(call_extension) && get_extension_oid("sandbox_store", true) != call_extension)
+		report_dropped_in_flight();
+}
+
+/*
+ * Stop the call in progress if its extension was dropped.  Takes in
+ * invalidations first (a wait for an advisory lock does not); the catalog
+ * is looked at only when some arrived since the last look, so a call pays
+ * for this once per wait that let DDL in, not per statement.
+ */
+void
+sb_call_check(void)
+{
+	AcceptInvalidationMessages();
+	if (call_invalidations == SharedInvalidMessageCounter)
+		return;
+	call_invalidations = SharedInvalidMessageCounter;
+	check_extension();
+}
+
+/*
+ * The function fn_oid, which the call in progress runs in, is about to be
+ * looked up: stop the call if it is gone, dropped with the extension or
+ * replaced by an update while the call waited.
+ */
+void
+sb_check_function(Oid fn_oid)
+{
+	if (SearchSysCacheExists1(PROCOID, ObjectIdGetDatum(fn_oid)))
+		return;
+	check_extension();
+	report_replaced_in_flight();
 }
 
 /* A table (or index) of the extension is gone: the installation is broken. */

@@ -227,6 +227,7 @@ sb_claim_token_set(const text *key)
 				sb_report_missing_table("leases.owner_token");
 			(void) heap_getattr(row, attnum, desc, &isnull);
 			set = !isnull;
+			heap_freetuple(row); /* a call waiting for a claim polls here */
 		}
 	}
 	else

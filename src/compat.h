@@ -54,4 +54,22 @@
 	index_beginscan((heap), (index), (snapshot), (nkeys), (norderbys))
 #endif
 
+/*
+ * Whether the search_path a cached plan was analyzed under (its
+ * CachedPlanSource's search_path) is the current one: PostgreSQL 17 renamed
+ * OverrideSearchPath to SearchPathMatcher.  The setting that adds a Gather
+ * to every plan: PostgreSQL 16 renamed force_parallel_mode to
+ * debug_parallel_query.
+ */
+#if PG_VERSION_NUM >= 170000
+#define sb_search_path_matches(path) SearchPathMatchesCurrentEnvironment(path)
+#else
+#define sb_search_path_matches(path) OverrideSearchPathMatchesCurrent(path)
+#endif
+#if PG_VERSION_NUM >= 160000
+#define SB_GUC_DEBUG_PARALLEL_QUERY "debug_parallel_query"
+#else
+#define SB_GUC_DEBUG_PARALLEL_QUERY "force_parallel_mode"
+#endif
+
 #endif /* SANDBOX_STORE_COMPAT_H */

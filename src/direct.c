@@ -170,6 +170,9 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 	HeapTuple tuple = NULL;
 
 	heap = table_open(lock_table(which, &changed), NoLock);
+	/* DDL committed while the lock was awaited: was it DROP EXTENSION? */
+	if (changed)
+		sb_call_check();
 	if (snapshot == NULL)
 	{
 		snapshot = GetActiveSnapshot();

@@ -31,6 +31,13 @@ PG_FUNCTION_INFO_V1(sandbox_reap);
 #define IDLE_CONDITION "updated_at OPERATOR(pg_catalog.<) $1"
 
 /*
+ * Candidates fetched at a time: the call's memory stays the same however
+ * many records it reaps (the rows it returns go to a tuplestore, which
+ * spills to disk past work_mem).
+ */
+#define REAP_BATCH 100
+
+/*
  * Idle records, oldest first.  Read without row locks: a row is locked only
  * once its key has been taken (below), so a reaper never holds a row lock on
  * a record it skips, which would make the key's holder wait for it.
@@ -102,17 +109,21 @@ sandbox_reap(PG_FUNCTION_ARGS)
 
 		portal = sb_spi_cursor_open(&candidates_stmt, &arg, NULL);
 	}
-	while (reaped < max_rows && sb_spi_cursor_fetch(portal, max_rows - reaped) > 0)
+	while (reaped < max_rows && sb_spi_cursor_fetch(portal, Min(max_rows - reaped, REAP_BATCH)) > 0)
 	{
 		SPITupleTable *batch = SPI_tuptable;
 
 		for (uint64 row = 0; row < batch->numvals && reaped < max_rows; row++)
 		{
+			/* (the batch stays: each statement below frees only the one before it) */
 			text *key = DatumGetTextPCopy(sb_spi_value(batch, row, 1, "key"));
 			Datum args[2];
 
 			if (!take_if_free(key))
+			{
+				pfree(key);
 				continue;
+			}
 			args[0] = TimestampTzGetDatum(cutoff);
 			args[1] = PointerGetDatum(key);
 			if (sb_spi_execute(&lock_stmt, args, NULL, false, InvalidSnapshot) > 0 &&
@@ -125,6 +136,7 @@ sandbox_reap(PG_FUNCTION_ARGS)
 			}
 			/* The deleted row stays locked until commit; the key's lock need not. */
 			sb_unlock_key(key);
+			pfree(key);
 		}
 		SPI_freetuptable(batch);
 	}

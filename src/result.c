@@ -89,6 +89,8 @@ sb_result_desc(FunctionCallInfo fcinfo, const char *fname, int natts_min, int na
 			break;
 		}
 
+	/* a call that waited: the extension may have been dropped meanwhile */
+	sb_check_function(fn_oid);
 	if (result_context == NULL)
 		result_context = AllocSetContextCreate(CacheMemoryContext, "sandbox_store result types",
 											   ALLOCSET_SMALL_SIZES);

@@ -129,9 +129,10 @@ extern uint64 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, 
 extern Portal sb_spi_cursor_open(SbStatement *stmt, Datum *args, const char *nulls);
 extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
 
-/* catalog.c: the managed relations, their owner, citus; one cache */
+/* catalog.c: the managed relations, their owner, citus (one cache); the call in progress */
 typedef struct SbRelations
 {
+	Oid extension; /* sandbox_store itself */
 	Oid instances;
 	Oid leases;        /* InvalidOid before version 1.1 */
 	Oid fence_seq;     /* InvalidOid before version 1.1 */
@@ -141,6 +142,10 @@ typedef struct SbRelations
 } SbRelations;
 
 extern void sb_catalog_init(void);
+extern void sb_call_begin(void);
+extern void sb_call_end(void);
+extern void sb_call_check(void);
+extern void sb_check_function(Oid fn_oid);
 extern const SbRelations *sb_relations(void);
 SB_NORETURN_BEFORE extern void sb_report_missing_table(const char *name) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE extern void sb_report_row_security(void) SB_NORETURN_AFTER;

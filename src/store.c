@@ -438,9 +438,11 @@ sandbox_get(PG_FUNCTION_ARGS)
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 		TupleDesc desc;
-		HeapTuple row =
-			sb_direct_fetch(SB_INSTANCES, (const text *) DatumGetPointer(key), NULL, &desc);
+		HeapTuple row;
 
+		sb_call_begin();
+		row = sb_direct_fetch(SB_INSTANCES, (const text *) DatumGetPointer(key), NULL, &desc);
+		sb_call_end();
 		if (row != NULL)
 		{
 			Datum *values = palloc(rsinfo->setDesc->natts * sizeof(Datum));

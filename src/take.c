@@ -481,8 +481,8 @@ sandbox_renew(PG_FUNCTION_ARGS)
 
 	bool renewed;
 
-	sb_lock_key(key, &wait);
 	sb_spi_connect();
+	sb_lock_key(key, &wait);
 	renewed = sb_renew_claim(key, token, lease, &expires);
 	sb_spi_finish();
 	if (!renewed)
@@ -506,8 +506,8 @@ sandbox_release(PG_FUNCTION_ARGS)
 
 	bool released;
 
-	sb_lock_key(key, &wait);
 	sb_spi_connect();
+	sb_lock_key(key, &wait);
 	released = sb_release_claim(key, token);
 	sb_spi_finish();
 	PG_RETURN_BOOL(released);

@@ -85,3 +85,48 @@ SELECT pg_temp.every_call('b');
 SELECT * FROM pg_temp.scans_since();
 COMMIT;
 SELECT count(*) AS records FROM sandbox_store.instances;
+
+-- A caller's settings do not shape the plans either.  A search_path other
+-- than the one a plan was made under makes PostgreSQL plan the statement
+-- again, inside the call: with the records deleted (the planner still
+-- believes the tables empty) and this session's search_path changed, the
+-- plans made next use the indexes too.
+DELETE FROM sandbox_store.instances;
+DELETE FROM sandbox_store.leases;
+SET search_path = sandbox_store, public;
+BEGIN;
+TRUNCATE scans_before;
+INSERT INTO scans_before
+  SELECT relname, seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE schemaname = 'sandbox_store';
+SELECT pg_temp.every_call('c');
+SELECT * FROM pg_temp.scans_since();
+COMMIT;
+RESET search_path;
+
+-- Plans made while the caller has index and bitmap scans off (the tables
+-- vacuumed again, so every plan is made anew) use the indexes, and so do
+-- the calls after the settings are reset.
+DELETE FROM sandbox_store.instances;
+DELETE FROM sandbox_store.leases;
+VACUUM sandbox_store.instances, sandbox_store.leases;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+BEGIN;
+TRUNCATE scans_before;
+INSERT INTO scans_before
+  SELECT relname, seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE schemaname = 'sandbox_store';
+SELECT pg_temp.every_call('d');
+SELECT * FROM pg_temp.scans_since();
+COMMIT;
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+DELETE FROM sandbox_store.instances;
+DELETE FROM sandbox_store.leases;
+BEGIN;
+TRUNCATE scans_before;
+INSERT INTO scans_before
+  SELECT relname, seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE schemaname = 'sandbox_store';
+SELECT pg_temp.every_call('e');
+SELECT * FROM pg_temp.scans_since();
+COMMIT;
+SELECT count(*) AS records FROM sandbox_store.instances;
