@@ -1,16 +1,12 @@
 import type { Pool, QueryResultRow } from 'pg';
 
 import { InvalidArgumentError, SandboxStoreError } from './errors.js';
-import {
-  DEFAULT_CONNECT_TIMEOUT_MS,
-  LeaseHold,
-  LockTx,
-  findFrame,
-  type BackgroundErrorHandler,
-  type Hold,
-  type Section,
-  type WaitOptions,
-} from './internal/hold.js';
+import { findFrame } from './internal/frames.js';
+import type { Hold, Section } from './internal/hold.js';
+import { LeaseHold } from './internal/lease-hold.js';
+import { LockTx } from './internal/lock-tx.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type BackgroundErrorHandler } from './internal/pool.js';
+import type { WaitOptions } from './internal/wait.js';
 import {
   CLAIM_SQL,
   ENSURE_GET_SQL,

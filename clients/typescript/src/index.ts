@@ -38,4 +38,4 @@ export {
   SandboxStoreError,
   type SandboxStoreErrorOptions,
 } from './errors.js';
-export type { BackgroundErrorHandler } from './internal/hold.js';
+export type { BackgroundErrorHandler } from './internal/pool.js';
