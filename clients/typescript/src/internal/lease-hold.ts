@@ -36,6 +36,8 @@ export class LeaseHold extends Hold {
    * leaseMs from then.
    */
   private validFrom: number;
+  /** Statements of the instance store (fenced writes) not yet answered. */
+  private readonly inFlight = new Set<Promise<void>>();
 
   private constructor(
     pool: Pool,
@@ -141,9 +143,20 @@ export class LeaseHold extends Hold {
     };
   }
 
-  /** Reads go through the pool; writes of the held key carry the fence (the instance store adds it). */
+  /**
+   * Reads go through the pool; writes of the held key carry the fence (the
+   * instance store adds it).  `finish` waits for the statements still on
+   * their way before it releases: a fence is refused once its claim ended.
+   */
   query<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<QueryResult<R>> {
-    return poolQuery<R>(this.pool, text, values, this.connectTimeoutMs);
+    const pending = poolQuery<R>(this.pool, text, values, this.connectTimeoutMs);
+    const settled = pending.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.add(settled);
+    void settled.then(() => this.inFlight.delete(settled));
+    return pending;
   }
 
   private schedule(): void {
@@ -195,9 +208,11 @@ export class LeaseHold extends Hold {
 
   async finish(): Promise<void> {
     if (!this.active) return;
-    this.active = false;
+    this.active = false; // new instance-store calls go through the pool, unfenced, from now on
     clearTimeout(this.renewTimer);
     clearTimeout(this.expiryTimer);
+    // Those already sent carry the fence: let them arrive while the claim lives.
+    await Promise.all(this.inFlight);
     try {
       await poolQuery(this.pool, RELEASE_SQL, [this.key, this.ownerToken], this.connectTimeoutMs);
     } catch (error) {
