@@ -175,7 +175,15 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
   } else {
     const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', true) ?? DEFAULT_LEASE_MS;
     const renewEveryMs = msOption(options.renewEveryMs ?? leaseMs / 3, 'renewEveryMs', true) ?? leaseMs / 3;
-    const taken = await LeaseHold.take(pool, key ?? '', CLAIM_SQL, [key, leaseMs, waitMs], 2, { leaseMs, renewEveryMs }, wait);
+    const taken = await LeaseHold.take(
+      pool,
+      key ?? '',
+      CLAIM_SQL,
+      [key, leaseMs, waitMs],
+      2,
+      { leaseMs, renewEveryMs },
+      wait,
+    );
     section = taken.section;
     try {
       const result = await taken.hold.query<EnsureGetRow>(ENSURE_GET_SQL, [key, maxAgeMs]);

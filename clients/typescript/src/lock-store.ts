@@ -158,7 +158,15 @@ export function createLockStore(pool: Pool, options: LockStoreOptions = {}): PgL
       const { section } =
         mode === 'lock'
           ? await LockTx.take(pool, dbKey, LOCK_SQL, [dbKey, wait.waitMs], 1, wait)
-          : await LeaseHold.take(pool, dbKey, CLAIM_SQL, [dbKey, leaseMs, wait.waitMs], 2, { leaseMs, renewEveryMs }, wait);
+          : await LeaseHold.take(
+              pool,
+              dbKey,
+              CLAIM_SQL,
+              [dbKey, leaseMs, wait.waitMs],
+              2,
+              { leaseMs, renewEveryMs },
+              wait,
+            );
       return section.run((held) => fn(joined(held)));
     },
   };

@@ -11,7 +11,12 @@
  *   alone, for apps that compose their own list (it must come before
  *   `withSandbox`).
  *
- * Both check the wiring at every run and fail the run with a
+ * - `defineDurableSandbox(pool, config, options)`: `defineSandbox(config)`
+ *   whose ensure is this package's `ensureSandbox` (age by the database
+ *   clock, a sandbox that could not be recorded is destroyed) and whose
+ *   destroy runs under the key's lock.
+ *
+ * The middlewares check the wiring at every run and fail the run with a
  * `SandboxStoreError` instead of letting TanStack AI fall back to its
  * in-memory stores: placed after `withSandbox`, or a `withSandbox` that
  * ensured its sandbox without taking the lock through these stores (a
@@ -22,11 +27,24 @@
  * dependency); the main entry point works without any TanStack package.
  */
 import type { DefinedChatMiddleware } from '@tanstack/ai';
-import { LocksCapability, SandboxCapability, SandboxStoreCapability, withSandbox } from '@tanstack/ai-sandbox';
-import type { SandboxDefinition } from '@tanstack/ai-sandbox';
+import {
+  LocksCapability,
+  SandboxCapability,
+  SandboxStoreCapability,
+  bootstrapWorkspace,
+  defineSandbox,
+  resolveAllSecrets,
+  withSandbox,
+} from '@tanstack/ai-sandbox';
+import type { SandboxConfig, SandboxDefinition, SandboxEnsureContext, SandboxHandle } from '@tanstack/ai-sandbox';
+import type { Pool } from 'pg';
 
+import { ensureSandbox, type ProvisionedSandbox } from './ensure.js';
 import { InvalidArgumentError, SandboxStoreError } from './errors.js';
-import type { LockStore, SandboxInstanceStore } from './types.js';
+import { createInstanceStore } from './instance-store.js';
+import type { BackgroundErrorHandler } from './internal/pool.js';
+import { createLockStore, tanstackSandboxKey } from './lock-store.js';
+import type { LockMode, LockStore, SandboxInstanceStore } from './types.js';
 
 /** The stores to provide: `createInstanceStore(pool)` and `createLockStore(pool, ...)` over one pool. */
 export interface SandboxStores {
@@ -43,6 +61,9 @@ export type SandboxStoresMiddleware = DefinedChatMiddleware<
 
 /** Per run: did the sandbox ensure take its lock through the provided lock store? */
 const locked = new WeakMap<object, boolean>();
+
+/** The lock stores provideSandboxStores hands out, to what marks their run as locked. */
+const markers = new WeakMap<object, () => void>();
 
 /**
  * A middleware that provides `instances` as TanStack AI's sandbox store and
@@ -66,12 +87,14 @@ export function provideSandboxStores(stores: SandboxStores): SandboxStoresMiddle
         );
       }
       locked.set(ctx, false);
+      const mark = (): void => void locked.set(ctx, true);
       const counted: LockStore = {
         withLock: (key, fn) => {
-          locked.set(ctx, true);
+          mark();
           return locks.withLock(key, fn);
         },
       };
+      markers.set(counted, mark);
       ctx.provide(SandboxStoreCapability, instances);
       ctx.provide(LocksCapability, counted);
     },
@@ -122,4 +145,135 @@ function checkStores(stores: SandboxStores): SandboxStores {
     });
   }
   return { instances, locks };
+}
+
+/** Options of {@link defineDurableSandbox}. */
+export interface DurableSandboxOptions {
+  /** `'lock'` (default) or `'lease'`, as for `createLockStore`. */
+  mode?: LockMode | undefined;
+  /** Lease mode: the lease (default 30 000 ms). */
+  leaseMs?: number | undefined;
+  /** How long to wait for a busy key (unset: as `lock_timeout` allows). */
+  waitMs?: number | null | undefined;
+  /**
+   * A record older than this, by the database clock, is recreated.  Default:
+   * the config's `lifecycle.snapshotMaxAge` (`'<n>h'` or `'<n>m'`).
+   */
+  maxAgeMs?: number | null | undefined;
+  /** Errors nobody awaits (a failed release, the destroy of a sandbox that could not be recorded). */
+  onError?: BackgroundErrorHandler | undefined;
+}
+
+/** `'2h'` or `'30m'` (0.2.x's `snapshotMaxAge`) in milliseconds; anything else: no limit, as 0.2.x reads it. */
+function maxAgeOf(value: string | undefined): number | null {
+  const match = value === undefined ? null : /^(\d+)([hm])$/.exec(value);
+  if (match === null) return null;
+  return Number(match[1]) * (match[2] === 'h' ? 3_600_000 : 60_000);
+}
+
+/**
+ * `defineSandbox(config)` with the resume-or-create of this package
+ * (`ensureSandbox` over `pool`) instead of 0.2.x's own, for apps that want
+ * what that one does not protect:
+ *
+ * - a sandbox created (or restored) but not recorded, because the claim was
+ *   taken over meanwhile or the commit failed, is destroyed (0.2.x leaves it
+ *   running);
+ * - a record's age is measured by the database clock (0.2.x uses the app's
+ *   `Date.now()`);
+ * - `destroy` (run by `withSandbox` on abort, or after the run with
+ *   `destroyOnComplete`) takes the key's lock, so it never destroys a sandbox
+ *   that another run is resuming.
+ *
+ * The steps are 0.2.x's: resume, else restore the latest snapshot, else
+ * create (with the key as the provider id) and bootstrap the workspace, then
+ * snapshot after setup when the provider can.  Keys are the definition's
+ * (`definition.key(ctx)`).  Wire it with `withDurableSandbox` as any
+ * definition.
+ */
+export function defineDurableSandbox(
+  pool: Pool,
+  config: SandboxConfig,
+  options: DurableSandboxOptions = {},
+): SandboxDefinition {
+  const base = defineSandbox(config);
+  const mode = options.mode ?? 'lock';
+  const leaseMs = options.leaseMs;
+  const maxAgeMs = options.maxAgeMs !== undefined ? options.maxAgeMs : maxAgeOf(config.lifecycle?.snapshotMaxAge);
+  const instances = createInstanceStore(pool);
+  const locks = createLockStore(pool, {
+    mode,
+    lockKey: tanstackSandboxKey,
+    ...(leaseMs !== undefined ? { leaseMs } : {}),
+    ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
+    ...(options.onError !== undefined ? { onError: options.onError } : {}),
+  });
+  const provider = config.provider;
+  const workspace = config.workspace;
+  // What create and restore get besides the id (absent fields left out).
+  const setup = () => ({
+    ...(workspace !== undefined ? { workspace } : {}),
+    ...(config.policy !== undefined ? { policy: config.policy } : {}),
+    ...(workspace?.secrets !== undefined ? { env: resolveAllSecrets(workspace.secrets) } : {}),
+  });
+
+  const ensure = async (ctx: SandboxEnsureContext): Promise<SandboxHandle> => {
+    // This ensure locks through the pool itself, not through ctx.locks: tell
+    // provideSandboxStores' check that the run is covered.
+    if (ctx.locks !== undefined) markers.get(ctx.locks)?.();
+    const key = base.key(ctx);
+    const caps = provider.capabilities();
+    const snapshotAfterSetup =
+      (config.lifecycle?.snapshot ?? (caps.snapshots ? 'after-setup' : 'none')) === 'after-setup';
+    const result = await ensureSandbox<SandboxHandle>(pool, {
+      key,
+      threadId: ctx.threadId,
+      runId: ctx.runId,
+      provider: provider.name,
+      mode,
+      maxAgeMs,
+      ...(leaseMs !== undefined ? { leaseMs } : {}),
+      ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
+      ...(options.onError !== undefined ? { onError: options.onError } : {}),
+      ...(ctx.signal !== undefined ? { signal: ctx.signal } : {}),
+      create: async ({ signal }): Promise<ProvisionedSandbox<SandboxHandle>> => {
+        const created = await provider.create({ id: key, ...setup(), signal });
+        try {
+          if (workspace !== undefined) await bootstrapWorkspace(created, workspace, { signal });
+          const snapshot =
+            snapshotAfterSetup && caps.snapshots && created.snapshot
+              ? await created.snapshot('after-setup')
+              : undefined;
+          return { sandbox: created, providerSandboxId: created.id, latestSnapshotId: snapshot?.id };
+        } catch (error) {
+          // Not recorded yet, so ensureSandbox cannot clean it up: destroy it here.
+          await created.destroy().catch(() => undefined);
+          throw error;
+        }
+      },
+      resume: (record, { signal }) => provider.resume({ id: record.providerSandboxId, signal }),
+      restore: async (snapshotId, _record, { signal }) => {
+        if (!caps.snapshots || provider.restoreSnapshot === undefined) return null;
+        const restored = await provider.restoreSnapshot({ snapshotId, ...setup(), signal });
+        return { sandbox: restored, providerSandboxId: restored.id };
+      },
+      destroy: (record) => provider.destroy({ id: record.providerSandboxId }),
+    });
+    return result.sandbox;
+  };
+
+  const destroy = async (ctx: SandboxEnsureContext): Promise<void> => {
+    const key = base.key(ctx);
+    await locks.withLock(`sandbox:${key}`, async () => {
+      const record = await instances.get(key);
+      if (record === null) return;
+      await provider.destroy({
+        id: record.providerSandboxId,
+        ...(ctx.signal !== undefined ? { signal: ctx.signal } : {}),
+      });
+      await instances.delete(key);
+    });
+  };
+
+  return { ...base, ensure, destroy };
 }

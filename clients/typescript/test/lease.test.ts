@@ -13,16 +13,7 @@ import {
   createLockStore,
   tanstackSandboxKey,
 } from '../src/index.js';
-import {
-  aborted,
-  keyLocks,
-  liveClaim,
-  newPool,
-  openTransactions,
-  record,
-  sleep,
-  uniqueKey,
-} from './helpers.js';
+import { aborted, keyLocks, liveClaim, newPool, openTransactions, record, sleep, uniqueKey } from './helpers.js';
 
 const HOLDER_APP = 'sandbox_store_ts_lease_a';
 let poolA: pg.Pool;

@@ -71,7 +71,9 @@ test('npm pack: the tarball holds the built package, its sources, README and LIC
     const files = packed.files.map((f) => f.path).sort();
     for (const file of files) {
       assert.ok(
-        ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(file) || /^dist\/.+\.(js|d\.ts|js\.map|d\.ts\.map)$/.test(file) || /^src\/.+\.ts$/.test(file),
+        ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(file) ||
+          /^dist\/.+\.(js|d\.ts|js\.map|d\.ts\.map)$/.test(file) ||
+          /^src\/.+\.ts$/.test(file),
         `unexpected file in the tarball: ${file}`,
       );
     }

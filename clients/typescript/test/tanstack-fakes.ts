@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 
-import { chat, type StreamChunk } from '@tanstack/ai';
+import { chat, type DefaultMessageMetadataByModality, type StreamChunk } from '@tanstack/ai';
 import { BaseTextAdapter, type StructuredOutputResult } from '@tanstack/ai/adapters';
 import {
   defineSandbox,
@@ -21,7 +21,12 @@ import type pg from 'pg';
 import { logProviderCall, sleep } from './helpers.js';
 
 /** A model that streams one short answer. */
-export class FakeTextAdapter extends BaseTextAdapter<'fake-model', Record<string, never>, readonly ['text'], any> {
+export class FakeTextAdapter extends BaseTextAdapter<
+  'fake-model',
+  Record<string, never>,
+  readonly ['text'],
+  DefaultMessageMetadataByModality
+> {
   readonly name = 'fake';
 
   constructor() {

@@ -11,7 +11,14 @@
 import { performance } from 'node:perf_hooks';
 import type { Pool, QueryResult, QueryResultRow } from 'pg';
 
-import { ClaimLostError, LockLostError, SandboxStoreError, isConnectionError, sqlstateOf, toStoreError } from '../errors.js';
+import {
+  ClaimLostError,
+  LockLostError,
+  SandboxStoreError,
+  isConnectionError,
+  sqlstateOf,
+  toStoreError,
+} from '../errors.js';
 import { gateOf, type Gate, type Owner } from './gate.js';
 import { Frame, chainOwners, runInFrame } from './frames.js';
 import { Hold, type Section } from './hold.js';
@@ -116,7 +123,18 @@ export class LeaseHold extends Hold {
       gate.leave();
       throw new SandboxStoreError(`no claim was returned for sandbox key "${key}" (is the extension at 1.1?)`);
     }
-    const hold = new LeaseHold(pool, key, owner, gate, row.fence, row.owner_token, timing, sentAt, wait.onError, wait.connectTimeoutMs);
+    const hold = new LeaseHold(
+      pool,
+      key,
+      owner,
+      gate,
+      row.fence,
+      row.owner_token,
+      timing,
+      sentAt,
+      wait.onError,
+      wait.connectTimeoutMs,
+    );
     try {
       // The claim may have been granted only after a long wait for the key:
       // if a renewal is already due, make it before the section starts.

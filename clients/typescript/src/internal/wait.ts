@@ -89,7 +89,13 @@ export async function waitingStatement<R extends QueryResultRow>(
     signal.addEventListener('abort', onAbort, { once: true });
   });
   try {
-    const first = await Promise.race([pending.then((result) => ({ result }), (error: unknown) => ({ error })), aborted]);
+    const first = await Promise.race([
+      pending.then(
+        (result) => ({ result }),
+        (error: unknown) => ({ error }),
+      ),
+      aborted,
+    ]);
     if (first !== 'aborted') {
       return 'result' in first ? { result: first.result } : { result: undefined, error: first.error };
     }
@@ -104,7 +110,12 @@ export async function waitingStatement<R extends QueryResultRow>(
  * The values of a key-taking statement, its wait (milliseconds, at index
  * `waitAt`) reduced by the time already spent at the gate.
  */
-export function remainingWait(values: readonly unknown[], waitAt: number, wait: WaitOptions, started: number): readonly unknown[] {
+export function remainingWait(
+  values: readonly unknown[],
+  waitAt: number,
+  wait: WaitOptions,
+  started: number,
+): readonly unknown[] {
   if (wait.waitMs === null || wait.waitMs === 0) return values;
   const left = Math.max(0, wait.waitMs - (performance.now() - started));
   return values.map((v, i) => (i === waitAt ? left : v));
