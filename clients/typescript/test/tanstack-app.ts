@@ -3,7 +3,10 @@
  * the real @tanstack/ai-sandbox with `withDurableSandbox`, and `runs`
  * concurrent chat() runs of one thread with the fake provider.
  *
- *   node tanstack-app.js '{"threadId":..,"mode":"lock"|"lease","runs":n,"createDelayMs":n,"leaseMs":n,"barrier":bool}'
+ *   node tanstack-app.js '{"threadId":..,"mode":"lock"|"lease","runs":n,"createDelayMs":n,"leaseMs":n,"barrier":bool,"durable":bool}'
+ *
+ * durable: the definition is `defineDurableSandbox` (this package's
+ * ensureSandbox) instead of 0.2.4's `defineSandbox`.
  *
  * With barrier, it connects, prints "ready" and waits for a line on stdin.
  * It prints "creating" when its provider starts a create (the parent may
@@ -11,9 +14,9 @@
  * and exits 0 (even if runs failed: the parent judges).
  */
 import { createInstanceStore, createLockStore, tanstackSandboxKey, type LockMode } from '../src/index.js';
-import { withDurableSandbox } from '../src/tanstack.js';
+import { defineDurableSandbox, withDurableSandbox } from '../src/tanstack.js';
 import { newPool } from './helpers.js';
-import { fakeSandbox, runChat } from './tanstack-fakes.js';
+import { fakeSandbox, fakeSandboxConfig, runChat } from './tanstack-fakes.js';
 
 interface AppArgs {
   threadId: string;
@@ -22,17 +25,22 @@ interface AppArgs {
   createDelayMs: number;
   leaseMs: number;
   barrier: boolean;
+  durable?: boolean;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as AppArgs;
 const pool = newPool(Math.max(4, args.runs + 2));
 const instances = createInstanceStore(pool);
 const locks = createLockStore(pool, { mode: args.mode, leaseMs: args.leaseMs, lockKey: tanstackSandboxKey });
-const sandbox = fakeSandbox(pool, {
+const fake = {
   threadId: args.threadId,
   createDelayMs: args.createDelayMs,
   onCreate: () => process.stdout.write('creating\n'),
-});
+};
+const sandbox =
+  args.durable === true
+    ? defineDurableSandbox(pool, fakeSandboxConfig(pool, fake), { mode: args.mode, leaseMs: args.leaseMs })
+    : fakeSandbox(pool, fake);
 const middleware = withDurableSandbox(sandbox, { instances, locks });
 
 try {

@@ -12,6 +12,7 @@ import {
   defineSandbox,
   defineWorkspace,
   localSource,
+  type SandboxConfig,
   type SandboxDefinition,
   type SandboxHandle,
   type SandboxProvider,
@@ -130,17 +131,22 @@ export function fakeProvider(pool: pg.Pool, options: FakeProviderOptions): Sandb
 }
 
 /**
- * The app's sandbox definition over the fake provider: a local workspace
+ * The app's sandbox config over the fake provider: a local workspace
  * (0.2.4's withSandbox fails a run without one: it declares that it
  * provides the workspace projection) and no file watcher.
  */
-export function fakeSandbox(pool: pg.Pool, options: FakeProviderOptions): SandboxDefinition {
-  return defineSandbox({
+export function fakeSandboxConfig(pool: pg.Pool, options: FakeProviderOptions): SandboxConfig {
+  return {
     id: 'dev',
     provider: fakeProvider(pool, options),
     workspace: defineWorkspace({ source: localSource('.') }),
     fileEvents: false,
-  });
+  };
+}
+
+/** The app's sandbox definition, as 0.2.4 defines it. */
+export function fakeSandbox(pool: pg.Pool, options: FakeProviderOptions): SandboxDefinition {
+  return defineSandbox(fakeSandboxConfig(pool, options));
 }
 
 /** One chat() run with `middleware`; resolves with the answer's text. */

@@ -16,9 +16,9 @@ import { SandboxCapability, provideSandbox, withSandbox } from '@tanstack/ai-san
 import type pg from 'pg';
 
 import { createInstanceStore, createLockStore, tanstackSandboxKey } from '../src/index.js';
-import { provideSandboxStores, withDurableSandbox } from '../src/tanstack.js';
+import { defineDurableSandbox, provideSandboxStores, withDurableSandbox } from '../src/tanstack.js';
 import { newPool, providerCalls, uniqueKey } from './helpers.js';
-import { fakeHandle, fakeSandbox, runChat } from './tanstack-fakes.js';
+import { fakeHandle, fakeSandbox, fakeSandboxConfig, runChat } from './tanstack-fakes.js';
 
 const APP = fileURLToPath(new URL('./tanstack-app.js', import.meta.url));
 
@@ -46,6 +46,7 @@ interface AppArgs {
   createDelayMs?: number;
   leaseMs?: number;
   barrier?: boolean;
+  durable?: boolean;
 }
 
 function startApp(args: AppArgs): App {
@@ -121,27 +122,30 @@ after(async () => {
 
 for (const mode of ['lock', 'lease'] as const) {
   describe(`@tanstack/ai-sandbox 0.2.4 across processes, ${mode} mode`, () => {
-    test('4 processes x 5 concurrent chat() runs of one new thread: exactly one create, one record', async () => {
-      const threadId = uniqueKey(`tanstack-race-${mode}`);
-      const apps = Array.from({ length: 4 }, () =>
-        startApp({ threadId, mode, runs: 5, createDelayMs: 200, barrier: true }),
-      );
-      await Promise.all(apps.map((a) => a.printed('ready')));
-      for (const a of apps) a.go();
-      const results = (await Promise.all(apps.map((a) => a.done))).flat();
+    for (const durable of [false, true]) {
+      const definition = durable ? 'defineDurableSandbox' : 'defineSandbox';
+      test(`${definition}: 4 processes x 5 concurrent chat() runs of one new thread: exactly one create, one record`, async () => {
+        const threadId = uniqueKey(`tanstack-race-${mode}`);
+        const apps = Array.from({ length: 4 }, () =>
+          startApp({ threadId, mode, runs: 5, createDelayMs: 200, barrier: true, durable }),
+        );
+        await Promise.all(apps.map((a) => a.printed('ready')));
+        for (const a of apps) a.go();
+        const results = (await Promise.all(apps.map((a) => a.done))).flat();
 
-      assert.equal(results.length, 20);
-      assert.deepStrictEqual(
-        results.filter((r) => !r.ok),
-        [],
-      );
-      const counts = await providerCalls(pool, threadId);
-      assert.equal(counts['create'], 1, JSON.stringify(counts));
-      assert.equal(counts['resume'], 19, JSON.stringify(counts));
-      const records = await threadRecords(pool, threadId);
-      assert.equal(records.length, 1);
-      assert.deepStrictEqual([records[0]?.providerSandboxId], await createdIds(pool, threadId));
-    });
+        assert.equal(results.length, 20);
+        assert.deepStrictEqual(
+          results.filter((r) => !r.ok),
+          [],
+        );
+        const counts = await providerCalls(pool, threadId);
+        assert.equal(counts['create'], 1, JSON.stringify(counts));
+        assert.equal(counts['resume'], 19, JSON.stringify(counts));
+        const records = await threadRecords(pool, threadId);
+        assert.equal(records.length, 1);
+        assert.deepStrictEqual([records[0]?.providerSandboxId], await createdIds(pool, threadId));
+      });
+    }
 
     test('the holder is killed (SIGKILL) mid-create: another process takes the key and creates; a restarted process resumes', async () => {
       const threadId = uniqueKey(`tanstack-kill-${mode}`);
@@ -182,37 +186,47 @@ for (const mode of ['lock', 'lease'] as const) {
 }
 
 describe('@tanstack/ai-sandbox 0.2.4, lease mode: a paused holder', () => {
-  test("its lease runs out, another process creates; its late write is refused (SB001) and 0.2.4's ensure leaves its sandbox behind", async () => {
-    const threadId = uniqueKey('tanstack-pause');
-    const leaseMs = 1000;
-    const holder = startApp({ threadId, mode: 'lease', createDelayMs: 300, leaseMs });
-    await holder.printed('creating');
-    holder.process.kill('SIGSTOP');
-    try {
-      const next = await startApp({ threadId, mode: 'lease', leaseMs }).done;
-      assert.deepStrictEqual(
-        next.map((r) => r.ok),
-        [true],
-      );
-    } finally {
-      holder.process.kill('SIGCONT');
-    }
-    const late = await holder.done;
-    assert.equal(late.length, 1);
-    assert.equal(late[0]?.ok, false);
-    assert.equal(late[0]?.error?.name, 'ClaimLostError', JSON.stringify(late[0]));
-    assert.equal(late[0]?.error?.code, 'SB001');
+  for (const durable of [false, true]) {
+    const definition = durable ? 'defineDurableSandbox' : 'defineSandbox';
+    const fate = durable ? 'its orphan sandbox is destroyed' : "0.2.4's ensure leaves its sandbox behind";
+    test(`${definition}: its lease runs out, another process creates; its late write is refused (SB001) and ${fate}`, async () => {
+      const threadId = uniqueKey('tanstack-pause');
+      const leaseMs = 1000;
+      const holder = startApp({ threadId, mode: 'lease', createDelayMs: 300, leaseMs, durable });
+      await holder.printed('creating');
+      holder.process.kill('SIGSTOP');
+      try {
+        const next = await startApp({ threadId, mode: 'lease', leaseMs, durable }).done;
+        assert.deepStrictEqual(
+          next.map((r) => r.ok),
+          [true],
+        );
+      } finally {
+        holder.process.kill('SIGCONT');
+      }
+      const late = await holder.done;
+      assert.equal(late.length, 1);
+      assert.equal(late[0]?.ok, false);
+      assert.equal(late[0]?.error?.name, 'ClaimLostError', JSON.stringify(late[0]));
+      assert.equal(late[0]?.error?.code, 'SB001');
 
-    const ids = await createdIds(pool, threadId);
-    assert.equal(ids.length, 2);
-    const records = await threadRecords(pool, threadId);
-    assert.equal(records.length, 1);
-    assert.equal(records[0]?.providerSandboxId, ids[1], 'the record is the new holder’s');
-    // What 0.2.4 does not protect (see the README): the paused holder's
-    // sandbox was created, never recorded, and never destroyed.
-    const counts = await providerCalls(pool, threadId);
-    assert.equal(counts['destroy'] ?? 0, 0);
-  });
+      const ids = await createdIds(pool, threadId);
+      assert.equal(ids.length, 2);
+      const records = await threadRecords(pool, threadId);
+      assert.equal(records.length, 1);
+      assert.equal(records[0]?.providerSandboxId, ids[1], 'the record is the new holder’s');
+      const destroyed = await pool.query<{ sandbox_id: string }>(
+        "SELECT sandbox_id FROM fake_provider_calls WHERE thread_id = $1 AND op = 'destroy'",
+        [threadId],
+      );
+      // 0.2.4 (see the README): the paused holder's sandbox was created,
+      // never recorded, and never destroyed.  defineDurableSandbox destroys it.
+      assert.deepStrictEqual(
+        destroyed.rows.map((r) => r.sandbox_id),
+        durable ? [ids[0]] : [],
+      );
+    });
+  }
 });
 
 describe('wiring mistakes', () => {
@@ -271,5 +285,41 @@ describe('wiring mistakes', () => {
     assert.throws(() => provideSandboxStores({ locks: createLockStore(pool) } as never), {
       name: 'InvalidArgumentError',
     });
+  });
+});
+
+describe('defineDurableSandbox, in process', () => {
+  test('age by the database clock: a record older than snapshotMaxAge is destroyed and recreated', async () => {
+    const threadId = uniqueKey('tanstack-age');
+    const stores = {
+      instances: createInstanceStore(pool),
+      locks: createLockStore(pool, { lockKey: tanstackSandboxKey }),
+    };
+    const config = { ...fakeSandboxConfig(pool, { threadId }), lifecycle: { snapshotMaxAge: '1m' } };
+    const sandbox = defineDurableSandbox(pool, config);
+    assert.equal(await runChat(threadId, 'run-1', withDurableSandbox(sandbox, stores)), 'ok');
+    assert.equal(await runChat(threadId, 'run-2', withDurableSandbox(sandbox, stores)), 'ok');
+    assert.deepStrictEqual(await providerCalls(pool, threadId), { create: 1, resume: 1 });
+    await pool.query(
+      "UPDATE sandbox_store.instances SET updated_at = pg_catalog.now() - interval '2 minutes' WHERE thread_id = $1",
+      [threadId],
+    );
+    assert.equal(await runChat(threadId, 'run-3', withDurableSandbox(sandbox, stores)), 'ok');
+    const ids = await createdIds(pool, threadId);
+    assert.deepStrictEqual(await providerCalls(pool, threadId), { create: 2, resume: 1, destroy: 1 });
+    assert.equal((await threadRecords(pool, threadId))[0]?.providerSandboxId, ids[1]);
+  });
+
+  test('destroyOnComplete: destroy runs under the key lock and deletes the record', async () => {
+    const threadId = uniqueKey('tanstack-destroy');
+    const stores = {
+      instances: createInstanceStore(pool),
+      locks: createLockStore(pool, { lockKey: tanstackSandboxKey }),
+    };
+    const config = { ...fakeSandboxConfig(pool, { threadId }), lifecycle: { destroyOnComplete: true } };
+    const sandbox = defineDurableSandbox(pool, config, { mode: 'lease' });
+    assert.equal(await runChat(threadId, 'run-1', withDurableSandbox(sandbox, stores)), 'ok');
+    assert.deepStrictEqual(await providerCalls(pool, threadId), { create: 1, resume: 0, destroy: 1 });
+    assert.deepStrictEqual(await threadRecords(pool, threadId), []);
   });
 });
