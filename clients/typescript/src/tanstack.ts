@@ -80,7 +80,7 @@ export function provideSandboxStores(stores: SandboxStores): SandboxStoresMiddle
     name: 'sandbox-store',
     provides: [SandboxStoreCapability, LocksCapability],
     setup(ctx) {
-      if (SandboxCapability.has(ctx)) {
+      if (sandboxProvided(ctx)) {
         throw new SandboxStoreError(
           'provideSandboxStores() runs after withSandbox(): the sandbox was already ensured without the ' +
             'PostgreSQL stores; place it before withSandbox() in the middleware list, or use withDurableSandbox()',
@@ -99,7 +99,7 @@ export function provideSandboxStores(stores: SandboxStores): SandboxStoresMiddle
       ctx.provide(LocksCapability, counted);
     },
     onStart(ctx) {
-      if (SandboxCapability.has(ctx) && locked.get(ctx) === false) {
+      if (sandboxProvided(ctx) && locked.get(ctx) === false) {
         throw new SandboxStoreError(
           'withSandbox() ensured its sandbox without the PostgreSQL lock store provided by ' +
             'provideSandboxStores(): it used in-memory stores, so nothing was recorded and other processes ' +
@@ -108,6 +108,24 @@ export function provideSandboxStores(stores: SandboxStores): SandboxStoresMiddle
       }
     },
   };
+}
+
+/**
+ * Whether a `withSandbox` already provided its sandbox in this run: by the
+ * capability of this copy of @tanstack/ai-sandbox, or by its name in the
+ * run's registry (a `withSandbox` of another copy provides another object
+ * of the same name; @tanstack/ai keeps the provided handles in a set,
+ * read here only if it is there).
+ */
+function sandboxProvided(ctx: { capabilities: object }): boolean {
+  if (SandboxCapability.has(ctx as Parameters<typeof SandboxCapability.has>[0])) return true;
+  const provided = (ctx.capabilities as { provided?: unknown }).provided;
+  if (!(provided instanceof Set)) return false;
+  for (const handle of provided) {
+    if ((handle as { capabilityName?: unknown } | null)?.capabilityName === SandboxCapability.capabilityName)
+      return true;
+  }
+  return false;
 }
 
 /**

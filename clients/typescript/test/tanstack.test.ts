@@ -12,7 +12,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
-import { SandboxCapability, provideSandbox, withSandbox } from '@tanstack/ai-sandbox';
+import { createCapability } from '@tanstack/ai';
+import { SandboxCapability, provideSandbox, withSandbox, type SandboxHandle } from '@tanstack/ai-sandbox';
 import type pg from 'pg';
 
 import { createInstanceStore, createLockStore, tanstackSandboxKey } from '../src/index.js';
@@ -265,8 +266,8 @@ describe('wiring mistakes', () => {
     });
   });
 
-  test('a withSandbox that ensures without the provided lock store (another copy of the package) fails the run', async () => {
-    const threadId = uniqueKey('tanstack-copy');
+  test('a withSandbox that ensures without the provided lock store (a version that ignores the capabilities) fails the run', async () => {
+    const threadId = uniqueKey('tanstack-unaware');
     const stores = { instances: createInstanceStore(pool), locks: createLockStore(pool) };
     const unaware = {
       name: 'sandbox',
@@ -276,6 +277,27 @@ describe('wiring mistakes', () => {
     await assert.rejects(runChat(threadId, 'run-1', [provideSandboxStores(stores), unaware]), {
       name: 'SandboxStoreError',
       message: /without the PostgreSQL lock store/,
+    });
+  });
+
+  test('a withSandbox of another copy of @tanstack/ai-sandbox (its own capabilities) fails the run, before or after', async () => {
+    const threadId = uniqueKey('tanstack-copy');
+    const stores = { instances: createInstanceStore(pool), locks: createLockStore(pool) };
+    // Another copy's SandboxCapability: another object with the same name.
+    const otherCopy = createCapability<SandboxHandle>()('sandbox');
+    const [, provideOther] = otherCopy;
+    const elsewhere = {
+      name: 'sandbox',
+      provides: [otherCopy] as const,
+      setup: (ctx: Parameters<typeof provideOther>[0]) => provideOther(ctx, fakeHandle('sbx-elsewhere')),
+    };
+    await assert.rejects(runChat(threadId, 'run-1', [provideSandboxStores(stores), elsewhere]), {
+      name: 'SandboxStoreError',
+      message: /second copy of @tanstack\/ai-sandbox/,
+    });
+    await assert.rejects(runChat(threadId, 'run-2', [elsewhere, provideSandboxStores(stores)]), {
+      name: 'SandboxStoreError',
+      message: /runs after withSandbox\(\)/,
     });
   });
 
