@@ -9,7 +9,16 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -48,6 +57,21 @@ test('the package entry point exports the API', async () => {
     assert.equal(typeof api[name], 'function', name);
   }
   assert.ok(existsSync(`${root}dist/index.d.ts`), 'type declarations are built');
+});
+
+test('the tanstack entry point exports the wiring; only it imports a TanStack package', async () => {
+  const api = (await import(`${pkg.name}/tanstack`)) as Record<string, unknown>;
+  for (const name of ['withDurableSandbox', 'provideSandboxStores', 'defineDurableSandbox']) {
+    assert.equal(typeof api[name], 'function', name);
+  }
+  for (const file of readdirSync(`${root}dist`, { recursive: true, encoding: 'utf8' })) {
+    if (!file.endsWith('.js') || file === 'tanstack.js') continue;
+    assert.doesNotMatch(
+      readFileSync(`${root}dist/${file}`, 'utf8'),
+      /(?:from|import)\s*\(?\s*['"]@tanstack\//,
+      `dist/${file} imports no TanStack package`,
+    );
+  }
 });
 
 test('the package is publishable: not private, licensed, with a repository and engines', () => {
