@@ -1,16 +1,12 @@
 import type { Pool, QueryResultRow } from 'pg';
 
 import { InvalidArgumentError, SandboxStoreError } from './errors.js';
-import {
-  DEFAULT_CONNECT_TIMEOUT_MS,
-  LeaseHold,
-  LockTx,
-  findFrame,
-  type BackgroundErrorHandler,
-  type Hold,
-  type Section,
-  type WaitOptions,
-} from './internal/hold.js';
+import { findFrame } from './internal/frames.js';
+import type { Hold, Section } from './internal/hold.js';
+import { LeaseHold } from './internal/lease-hold.js';
+import { LockTx } from './internal/lock-tx.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type BackgroundErrorHandler } from './internal/pool.js';
+import type { WaitOptions } from './internal/wait.js';
 import {
   CLAIM_SQL,
   ENSURE_GET_SQL,
@@ -179,7 +175,15 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
   } else {
     const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', true) ?? DEFAULT_LEASE_MS;
     const renewEveryMs = msOption(options.renewEveryMs ?? leaseMs / 3, 'renewEveryMs', true) ?? leaseMs / 3;
-    const taken = await LeaseHold.take(pool, key ?? '', CLAIM_SQL, [key, leaseMs, waitMs], 2, { leaseMs, renewEveryMs }, wait);
+    const taken = await LeaseHold.take(
+      pool,
+      key ?? '',
+      CLAIM_SQL,
+      [key, leaseMs, waitMs],
+      2,
+      { leaseMs, renewEveryMs },
+      wait,
+    );
     section = taken.section;
     try {
       const result = await taken.hold.query<EnsureGetRow>(ENSURE_GET_SQL, [key, maxAgeMs]);

@@ -1,16 +1,24 @@
 /**
  * sandbox-store-client: the sandbox_store PostgreSQL extension as a durable
- * `SandboxInstanceStore` and a per-key `LockStore` for TanStack AI sandbox
+ * sandbox instance store and a per-key lock store for TanStack AI sandbox
  * servers, on node-postgres.
  *
  * ```ts
  * const pool = new pg.Pool()
  * const instances = createInstanceStore(pool)
  * const locks = createLockStore(pool, { mode: 'lease', lockKey: tanstackSandboxKey })
- * withSandbox(sandbox, { instances, locks })
+ * // @tanstack/ai-sandbox 0.2.x: the stores are capabilities (see sandbox-store-client/tanstack)
+ * const middleware = withDurableSandbox(sandbox, { instances, locks })
  * ```
  */
-export type { LockMode, LockStore, SandboxInstanceRecord, SandboxInstanceStore } from './types.js';
+export type {
+  LockMode,
+  LockStore,
+  SandboxInstanceRecord,
+  SandboxInstanceStore,
+  SandboxRecord,
+  SandboxStore,
+} from './types.js';
 export { createInstanceStore, type InstanceStoreOptions, type PgSandboxInstanceStore } from './instance-store.js';
 export {
   DEFAULT_LEASE_MS,
@@ -38,4 +46,4 @@ export {
   SandboxStoreError,
   type SandboxStoreErrorOptions,
 } from './errors.js';
-export type { BackgroundErrorHandler } from './internal/hold.js';
+export type { BackgroundErrorHandler } from './internal/pool.js';

@@ -1,7 +1,8 @@
 import type { Pool, QueryResultRow } from 'pg';
 
 import { InvalidArgumentError } from './errors.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, findHold, findTx, poolQuery } from './internal/hold.js';
+import { findHold, findTx } from './internal/frames.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
 import {
   DELETE_SQL,
   GET_SQL,

@@ -1,16 +1,11 @@
 import type { Pool } from 'pg';
 
 import { InvalidArgumentError } from './errors.js';
-import {
-  DEFAULT_CONNECT_TIMEOUT_MS,
-  LeaseHold,
-  LockTx,
-  findFrame,
-  runInFrame,
-  Frame,
-  type BackgroundErrorHandler,
-  type WaitOptions,
-} from './internal/hold.js';
+import { Frame, findFrame, runInFrame } from './internal/frames.js';
+import { LeaseHold } from './internal/lease-hold.js';
+import { LockTx } from './internal/lock-tx.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type BackgroundErrorHandler } from './internal/pool.js';
+import type { WaitOptions } from './internal/wait.js';
 import { CLAIM_SQL, LOCK_SQL, msOption } from './internal/sql.js';
 import type { LockMode, LockStore } from './types.js';
 
@@ -163,7 +158,15 @@ export function createLockStore(pool: Pool, options: LockStoreOptions = {}): PgL
       const { section } =
         mode === 'lock'
           ? await LockTx.take(pool, dbKey, LOCK_SQL, [dbKey, wait.waitMs], 1, wait)
-          : await LeaseHold.take(pool, dbKey, CLAIM_SQL, [dbKey, leaseMs, wait.waitMs], 2, { leaseMs, renewEveryMs }, wait);
+          : await LeaseHold.take(
+              pool,
+              dbKey,
+              CLAIM_SQL,
+              [dbKey, leaseMs, wait.waitMs],
+              2,
+              { leaseMs, renewEveryMs },
+              wait,
+            );
       return section.run((held) => fn(joined(held)));
     },
   };

@@ -1,7 +1,9 @@
 /**
- * The TanStack AI sandbox contracts, declared structurally: the objects this
- * package returns can be handed to `withSandbox(sandbox, { instances, locks })`
- * without this package depending on any TanStack package.
+ * The TanStack AI sandbox contracts, declared structurally, so that this
+ * package depends on no TanStack package: @tanstack/ai-sandbox 0.2.x names
+ * them `SandboxStore`, `SandboxRecord` and `LockStore`; TanStack AI's main
+ * branch `SandboxInstanceStore`, `SandboxInstanceRecord` and `LockStore`.
+ * Both spellings are exported; they are the same types.
  */
 
 /** One persisted sandbox instance, keyed by the compound sandbox instance key. */
@@ -30,6 +32,12 @@ export interface SandboxInstanceStore {
   /** Remove the record of `key`; a missing key is a no-op. */
   delete: (key: string) => Promise<void>;
 }
+
+/** @tanstack/ai-sandbox 0.2.x's name of {@link SandboxInstanceRecord}. */
+export type SandboxRecord = SandboxInstanceRecord;
+
+/** @tanstack/ai-sandbox 0.2.x's name of {@link SandboxInstanceStore}. */
+export type SandboxStore = SandboxInstanceStore;
 
 /** Mutual exclusion per key; `signal` aborts when ownership can no longer be guaranteed. */
 export interface LockStore {

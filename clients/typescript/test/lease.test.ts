@@ -13,16 +13,7 @@ import {
   createLockStore,
   tanstackSandboxKey,
 } from '../src/index.js';
-import {
-  aborted,
-  keyLocks,
-  liveClaim,
-  newPool,
-  openTransactions,
-  record,
-  sleep,
-  uniqueKey,
-} from './helpers.js';
+import { aborted, keyLocks, liveClaim, newPool, openTransactions, record, sleep, uniqueKey } from './helpers.js';
 
 const HOLDER_APP = 'sandbox_store_ts_lease_a';
 let poolA: pg.Pool;
@@ -195,5 +186,39 @@ describe('lease mode', () => {
     );
     assert.equal(await liveClaim(poolB, key), undefined);
     assert.equal(await createLockStore(poolB, { mode: 'lease', waitMs: 0 }).withLock(key, async () => 'next'), 'next');
+  });
+
+  test('a fenced write still in flight when fn returns is sent before the release (a fence dies with its claim)', async () => {
+    const key = uniqueKey('lease-inflight');
+    // A pool whose clients hold back sandbox_upsert for 300 ms, so that the
+    // write is still on its way when the section ends.
+    const pool = newPool(3);
+    const connect = pool.connect.bind(pool);
+    (pool as { connect: () => Promise<pg.PoolClient> }).connect = async () => {
+      const client = await connect();
+      const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<unknown>;
+      (client as { query: unknown }).query = async (text: string, values?: unknown[]) => {
+        if (typeof text === 'string' && text.includes('sandbox_upsert')) await sleep(300);
+        return query(text, values);
+      };
+      return client;
+    };
+    try {
+      const locks = createLockStore(pool, { mode: 'lease' });
+      const instances = createInstanceStore(pool);
+      let write: Promise<void> | undefined;
+      let settled = false;
+      await locks.withLock(key, async () => {
+        write = instances.upsert(record(key)).then(() => {
+          settled = true;
+        });
+      });
+      assert.ok(settled, 'the write settled before withLock returned');
+      await write;
+      assert.equal((await createInstanceStore(poolB).get(key))?.providerSandboxId, 'sbx-1');
+      assert.equal(await liveClaim(poolB, key), undefined, 'released');
+    } finally {
+      await pool.end();
+    }
   });
 });

@@ -169,9 +169,15 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
         });
         assert.equal(maxInside, 1);
         assert.deepStrictEqual(order, [
-          'a:start', 'a:inner', 'a:end',
-          'b:start', 'b:inner', 'b:end',
-          'c:start', 'c:inner', 'c:end',
+          'a:start',
+          'a:inner',
+          'a:end',
+          'b:start',
+          'b:inner',
+          'b:end',
+          'c:start',
+          'c:inner',
+          'c:end',
         ]);
         await poolAtRest(pool);
       } finally {
@@ -325,10 +331,13 @@ describe('bounded waits', () => {
       const inner = createLockStore(pool, { mode: 'lease', connectTimeoutMs: 200 });
       await outer.withLock(uniqueKey('outer'), async () => {
         const t0 = Date.now();
-        await assert.rejects(inner.withLock(uniqueKey('inner'), async () => 'never'), (error: unknown) => {
-          assert.ok(error instanceof ConnectionUnavailableError, String(error));
-          return true;
-        });
+        await assert.rejects(
+          inner.withLock(uniqueKey('inner'), async () => 'never'),
+          (error: unknown) => {
+            assert.ok(error instanceof ConnectionUnavailableError, String(error));
+            return true;
+          },
+        );
         assert.ok(Date.now() - t0 < 2000);
       });
       await poolAtRest(pool);

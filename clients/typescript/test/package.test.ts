@@ -9,13 +9,22 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('../../', import.meta.url)); // dist/test/ -> the package
+const root = fileURLToPath(new URL('../../', import.meta.url)); // build/test/ -> the package
 
 interface PackageJson {
   name: string;
@@ -47,7 +56,22 @@ test('the package entry point exports the API', async () => {
   ]) {
     assert.equal(typeof api[name], 'function', name);
   }
-  assert.ok(existsSync(`${root}dist/src/index.d.ts`), 'type declarations are built');
+  assert.ok(existsSync(`${root}dist/index.d.ts`), 'type declarations are built');
+});
+
+test('the tanstack entry point exports the wiring; only it imports a TanStack package', async () => {
+  const api = (await import(`${pkg.name}/tanstack`)) as Record<string, unknown>;
+  for (const name of ['withDurableSandbox', 'provideSandboxStores', 'defineDurableSandbox']) {
+    assert.equal(typeof api[name], 'function', name);
+  }
+  for (const file of readdirSync(`${root}dist`, { recursive: true, encoding: 'utf8' })) {
+    if (!file.endsWith('.js') || file === 'tanstack.js') continue;
+    assert.doesNotMatch(
+      readFileSync(`${root}dist/${file}`, 'utf8'),
+      /(?:from|import)\s*\(?\s*['"]@tanstack\//,
+      `dist/${file} imports no TanStack package`,
+    );
+  }
 });
 
 test('the package is publishable: not private, licensed, with a repository and engines', () => {
@@ -71,11 +95,13 @@ test('npm pack: the tarball holds the built package, its sources, README and LIC
     const files = packed.files.map((f) => f.path).sort();
     for (const file of files) {
       assert.ok(
-        ['package.json', 'README.md', 'LICENSE'].includes(file) || /^dist\/src\/.+\.(js|d\.ts|js\.map)$/.test(file) || /^src\/.+\.ts$/.test(file),
+        ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(file) ||
+          /^dist\/.+\.(js|d\.ts|js\.map|d\.ts\.map)$/.test(file) ||
+          /^src\/.+\.ts$/.test(file),
         `unexpected file in the tarball: ${file}`,
       );
     }
-    for (const needed of ['package.json', 'README.md', 'LICENSE', 'dist/src/index.js', 'dist/src/index.d.ts']) {
+    for (const needed of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts']) {
       assert.ok(files.includes(needed), `${needed} is in the tarball`);
     }
     assert.ok(!files.some((f) => f.includes('test')), 'no tests in the tarball');

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # clients/typescript/test/run.sh: the TypeScript client's suite.
 #
-# Installs the dependencies from the committed lockfile (npm ci), then runs
-# `npm test`: tsc (the package and the tests, strict), then node's test
+# Installs the dependencies from the committed lockfile (npm ci), checks
+# lint (biome) and formatting (prettier), then runs `npm test`: tsc (the
+# package into dist/, the tests into build/, strict), then node's test
 # runner against the server in PGHOST/PGPORT/PGUSER (a superuser; the tests
 # drop and recreate their own database, sandbox_store_ts). The extension
 # must be installed. Run it through the throwaway cluster:
@@ -21,4 +22,6 @@ fi
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
 npm ci --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null
+npm run --silent lint
+npm run --silent format:check
 npm test

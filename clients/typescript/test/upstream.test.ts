@@ -23,7 +23,15 @@ import {
   type SandboxInstanceStore,
 } from '../src/index.js';
 import { keyLocks, newPool, sleep } from './helpers.js';
-import { FakeProvider, RunStore, destroy, ensure, ensureExisting, withRunClaim, type EnsureContext } from './upstream.js';
+import {
+  FakeProvider,
+  RunStore,
+  destroy,
+  ensure,
+  ensureExisting,
+  withRunClaim,
+  type EnsureContext,
+} from './upstream.js';
 
 const REPEAT = Number(process.env['SANDBOX_STORE_TS_REPEAT'] ?? 20);
 
@@ -138,7 +146,8 @@ for (const { mode, tanstack } of configs) {
   const makeLocks = (): LockStore =>
     createLockStore(pool, { mode, ...(tanstack ? { lockKey: tanstackSandboxKey } : {}) });
   // A key as TanStack AI locks it: sandbox:<instance key> (mapped by tanstackSandboxKey) or any other.
-  const lockName = (what: string): string => (tanstack ? `sandbox:upstream/${what}/${randomUUID()}` : `upstream/${what}/${randomUUID()}`);
+  const lockName = (what: string): string =>
+    tanstack ? `sandbox:upstream/${what}/${randomUUID()}` : `upstream/${what}/${randomUUID()}`;
 
   describe(`InMemoryLockStore tests: ${name}`, () => {
     test(`serializes concurrent withLock calls on the same key: [1, 2, 3] (x${REPEAT})`, async () => {

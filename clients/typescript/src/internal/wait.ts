@@ -1,0 +1,122 @@
+/**
+ * Waiting for a key in the database, and giving the wait up: a statement
+ * that may wait (`sandbox_lock`, `sandbox_ensure`, `sandbox_claim`) is
+ * cancelled with PostgreSQL's cancel request when the caller's signal
+ * aborts, and its client must then be closed rather than reused.  A wait
+ * bounded by `waitMs` is shortened by the time already spent at the gate.
+ */
+import { connect as netConnect } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { PoolClient, QueryResult, QueryResultRow } from 'pg';
+
+import type { BackgroundErrorHandler } from './pool.js';
+
+/** How a caller waits: for the key, for a connection, and until its signal aborts. */
+export interface WaitOptions {
+  /** For the key: null as `lock_timeout` allows, 0 not at all. */
+  waitMs: number | null;
+  connectTimeoutMs: number;
+  signal?: AbortSignal | undefined;
+  onError: BackgroundErrorHandler;
+}
+
+/**
+ * Send PostgreSQL's cancel request for the statement `client` runs: a new
+ * connection to the same server carrying the backend's process id and
+ * secret key, as libpq's PQcancel does (node-postgres has no public API for
+ * it).  Best effort: if it cannot be sent, the caller still stops waiting
+ * and closes the client, and the backend ends once it notices.
+ */
+function cancelStatement(client: PoolClient): void {
+  const c = client as unknown as { processID: number | null; secretKey: number | null; host?: string; port?: number };
+  if (typeof c.processID !== 'number' || typeof c.secretKey !== 'number') return;
+  const packet = Buffer.alloc(16);
+  packet.writeInt32BE(16, 0);
+  packet.writeInt32BE(80877102, 4); // CancelRequest
+  packet.writeInt32BE(c.processID, 8);
+  packet.writeInt32BE(c.secretKey, 12);
+  const port = c.port ?? 5432;
+  const socket =
+    c.host !== undefined && c.host.startsWith('/')
+      ? netConnect(`${c.host}/.s.PGSQL.${port}`)
+      : netConnect(port, c.host ?? 'localhost');
+  socket.on('error', () => socket.destroy());
+  socket.on('connect', () => socket.end(packet));
+  socket.setTimeout(5000, () => socket.destroy());
+  socket.unref();
+}
+
+/** How a statement that may wait for a key ended. */
+export interface WaitOutcome<R extends QueryResultRow> {
+  result: QueryResult<R> | undefined;
+  /** The driver's error, or the signal's reason if the caller gave up. */
+  error?: unknown;
+  /**
+   * The caller gave up: a cancel request was sent and the outcome returned
+   * at once.  `late` settles when the statement really ended (with its
+   * result if it got the key after all); the client must not be reused (a
+   * late cancel could hit its next statement).
+   */
+  abandoned?: Promise<QueryResult<R> | undefined>;
+}
+
+/**
+ * Run a statement that may wait (for a key) on `client`.  If `signal`
+ * aborts meanwhile, send a cancel request and return at once, abandoned.
+ */
+export async function waitingStatement<R extends QueryResultRow>(
+  client: PoolClient,
+  text: string,
+  values: readonly unknown[],
+  signal: AbortSignal | undefined,
+): Promise<WaitOutcome<R>> {
+  signal?.throwIfAborted();
+  const pending = client.query<R>(text, values as unknown[]);
+  const late = pending.then(
+    (result) => result,
+    () => undefined,
+  );
+  if (signal === undefined) {
+    try {
+      return { result: await pending };
+    } catch (error) {
+      return { result: undefined, error };
+    }
+  }
+  let onAbort: () => void = () => undefined;
+  const aborted = new Promise<'aborted'>((resolve) => {
+    onAbort = () => resolve('aborted');
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    const first = await Promise.race([
+      pending.then(
+        (result) => ({ result }),
+        (error: unknown) => ({ error }),
+      ),
+      aborted,
+    ]);
+    if (first !== 'aborted') {
+      return 'result' in first ? { result: first.result } : { result: undefined, error: first.error };
+    }
+    cancelStatement(client);
+    return { result: undefined, error: signal.reason, abandoned: late };
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * The values of a key-taking statement, its wait (milliseconds, at index
+ * `waitAt`) reduced by the time already spent at the gate.
+ */
+export function remainingWait(
+  values: readonly unknown[],
+  waitAt: number,
+  wait: WaitOptions,
+  started: number,
+): readonly unknown[] {
+  if (wait.waitMs === null || wait.waitMs === 0) return values;
+  const left = Math.max(0, wait.waitMs - (performance.now() - started));
+  return values.map((v, i) => (i === waitAt ? left : v));
+}

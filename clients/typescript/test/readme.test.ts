@@ -1,0 +1,219 @@
+/**
+ * Every TypeScript block of the README compiles, as a consumer would build
+ * it: against the packed tarball of this package and the real
+ * @tanstack/ai-sandbox 0.2.4 and @tanstack/ai of the lock file, with
+ * TanStack AI's compiler options.  A block marked `<!-- tanstack-main -->`
+ * is TanStack AI main's (unpublished) shape: it compiles against a
+ * declaration of that shape instead (withSandbox(sandbox, { instances,
+ * locks }), withLocks), written from this package's restatement of it.
+ * Names a block uses without defining (pool, sandbox, provider, key, ...)
+ * are declared for all blocks.  A README that drifts fails here.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url)); // build/test/ -> the package
+const pkgName = (JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { name: string }).name;
+
+interface Block {
+  line: number;
+  code: string;
+  main: boolean;
+}
+
+/** The ```ts blocks of the README, with the line they start on. */
+function readmeBlocks(): Block[] {
+  const lines = readFileSync(`${root}README.md`, 'utf8').split('\n');
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i]?.trim() !== '```ts') continue;
+    const start = i;
+    const body: string[] = [];
+    for (i++; i < lines.length && lines[i]?.trim() !== '```'; i++) body.push(lines[i] ?? '');
+    blocks.push({
+      line: start + 1,
+      code: body.join('\n'),
+      main: lines[start - 1]?.trim() === '<!-- tanstack-main -->',
+    });
+  }
+  return blocks;
+}
+
+/** What the blocks use without defining it. */
+const AMBIENT = `
+declare const pool: import('pg').Pool
+declare const instances: import('${pkgName}').PgSandboxInstanceStore
+declare const locks: import('${pkgName}').PgLockStore
+declare const sandbox: import('@tanstack/ai-sandbox').SandboxDefinition
+declare const provider: import('@tanstack/ai-sandbox').SandboxProvider
+declare const adapter: import('@tanstack/ai').AnyTextAdapter
+declare const messages: Array<import('@tanstack/ai').ModelMessage>
+declare const key: string
+declare const threadId: string
+declare const runId: string
+declare const e2b: {
+  create(options: { signal: AbortSignal }): Promise<{ id: string }>
+  connect(id: string, options: { signal: AbortSignal }): Promise<{ id: string } | null>
+  restore(snapshotId: string, options: { signal: AbortSignal }): Promise<{ id: string }>
+  kill(id: string): Promise<void>
+}
+`;
+
+/** TanStack AI main's @tanstack/ai-sandbox, as far as the README uses it. */
+const MAIN_SHAPE = `
+export interface SandboxInstanceRecord {
+  key: string
+  provider: string
+  providerSandboxId: string
+  latestSnapshotId?: string
+  threadId: string
+  latestRunId?: string
+  updatedAt: number
+}
+export interface SandboxInstanceStore {
+  get: (key: string) => Promise<SandboxInstanceRecord | null>
+  upsert: (record: SandboxInstanceRecord) => Promise<void>
+  delete: (key: string) => Promise<void>
+}
+export interface LockStore {
+  withLock: <T>(key: string, fn: (signal: AbortSignal) => Promise<T>) => Promise<T>
+}
+export interface SandboxProvider { readonly name: string }
+export interface SandboxDefinition { readonly id: string }
+export interface ChatMiddleware { name?: string }
+export declare function withSandbox(
+  definition: SandboxDefinition,
+  options?: { instances?: SandboxInstanceStore; locks?: LockStore },
+): ChatMiddleware
+export declare function withLocks(locks: LockStore): ChatMiddleware
+`;
+
+/** TanStack AI's tsconfig.base.json compiler options (noUnusedLocals off: snippets define what they show). */
+const COMPILER_OPTIONS = {
+  allowJs: true,
+  allowSyntheticDefaultImports: true,
+  allowUnreachableCode: false,
+  allowUnusedLabels: false,
+  declaration: true,
+  esModuleInterop: true,
+  forceConsistentCasingInFileNames: true,
+  isolatedModules: true,
+  lib: ['DOM', 'DOM.Iterable', 'ES2023'],
+  module: 'ES2022',
+  moduleResolution: 'Bundler',
+  noEmit: true,
+  noFallthroughCasesInSwitch: true,
+  noImplicitOverride: true,
+  noImplicitReturns: true,
+  noUncheckedIndexedAccess: true,
+  noUnusedLocals: false,
+  noUnusedParameters: true,
+  resolveJsonModule: true,
+  skipLibCheck: true,
+  strict: true,
+  target: 'ES2020',
+  useDefineForClassFields: true,
+  noErrorTruncation: true,
+  types: ['node'],
+};
+
+function tsc(project: string): void {
+  const compiler = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  try {
+    execFileSync(process.execPath, [compiler, '-p', project], { cwd: project, encoding: 'utf8' });
+  } catch (error) {
+    const e = error as { stdout?: string; stderr?: string };
+    assert.fail(`README blocks do not compile (block-<README line>.ts):\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+  }
+}
+
+test('every TypeScript block of the README compiles against the packed package and the real TanStack packages', () => {
+  const blocks = readmeBlocks();
+  assert.ok(blocks.length >= 7, `found ${blocks.length} blocks`);
+  assert.ok(
+    blocks.some((b) => b.main),
+    'a block shows TanStack AI main',
+  );
+  const work = mkdtempSync(join(tmpdir(), 'sandbox-store-readme-'));
+  try {
+    const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    const [packed] = JSON.parse(out) as Array<{ filename: string }>;
+    assert.ok(packed !== undefined);
+    const consumer = join(work, 'consumer');
+    const modules = join(consumer, 'node_modules');
+    mkdirSync(join(modules, '@types'), { recursive: true });
+    mkdirSync(join(modules, '@tanstack'), { recursive: true });
+    mkdirSync(join(modules, pkgName), { recursive: true });
+    execFileSync('tar', ['xzf', join(work, packed.filename), '-C', join(modules, pkgName), '--strip-components=1']);
+    for (const dep of [
+      'pg',
+      '@types/pg',
+      '@types/node',
+      'pg-types',
+      'pg-protocol',
+      '@tanstack/ai',
+      '@tanstack/ai-sandbox',
+    ]) {
+      assert.ok(existsSync(join(root, 'node_modules', dep)), `${dep} is installed`);
+      symlinkSync(join(root, 'node_modules', dep), join(modules, dep));
+    }
+    writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
+
+    for (const main of [false, true]) {
+      const dir = join(consumer, main ? 'main' : 'published');
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'ambient.d.ts'), AMBIENT);
+      const include = ['ambient.d.ts'];
+      for (const block of blocks.filter((b) => b.main === main)) {
+        writeFileSync(join(dir, `block-${block.line}.ts`), `${block.code}\nexport {}\n`);
+        include.push(`block-${block.line}.ts`);
+      }
+      const compilerOptions: Record<string, unknown> = { ...COMPILER_OPTIONS };
+      if (main) {
+        writeFileSync(join(dir, 'tanstack-main.d.ts'), MAIN_SHAPE);
+        compilerOptions['paths'] = { '@tanstack/ai-sandbox': ['./tanstack-main.d.ts'] };
+      }
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, include }));
+      tsc(dir);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('the README mistake is a compile error against 0.2.4: stores as a second argument of withSandbox', () => {
+  // The check above would not notice if 0.2.4 accepted the call; make sure
+  // the README's claim (TS2554) holds for the installed package.
+  const dir = mkdtempSync(join(root, 'build', 'readme-mistake-'));
+  try {
+    writeFileSync(
+      join(dir, 'mistake.ts'),
+      `import { withSandbox, type SandboxDefinition } from '@tanstack/ai-sandbox'
+declare const sandbox: SandboxDefinition
+withSandbox(sandbox, { instances: {}, locks: {} })
+`,
+    );
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: COMPILER_OPTIONS, include: ['mistake.ts'] }),
+    );
+    const compiler = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+    let output = '';
+    try {
+      execFileSync(process.execPath, [compiler, '-p', dir], { cwd: dir, encoding: 'utf8' });
+    } catch (error) {
+      output = (error as { stdout?: string }).stdout ?? '';
+    }
+    assert.match(output, /TS2554: Expected 1 arguments, but got 2/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
