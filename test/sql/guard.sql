@@ -12,7 +12,7 @@
 -- tables, indexes, comments, distribute()'s retype of instances.key to text.
 --
 \i test/sql/include/fresh.sql
-SELECT key FROM sandbox_store.sandbox_upsert('gd-1', 'e2b', 'sbx-1', 'gd-t');
+SELECT key FROM sandbox_store.sandbox_upsert('gd-1', 'e2b', 'sbx-1', 'gd-t', 'snap-1', 'run-1');
 SELECT evtname, evtevent, evtenabled, evttags
   FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard';
 
@@ -26,6 +26,8 @@ ALTER TABLE sandbox_store.instances DROP COLUMN latest_run_id;
 ALTER TABLE sandbox_store.instances RENAME COLUMN provider TO prov;
 ALTER TABLE sandbox_store.instances ALTER COLUMN thread_id TYPE text;
 ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE sandbox_store.bounded_text COLLATE "C";
+ALTER TABLE sandbox_store.instances ALTER COLUMN latest_run_id SET NOT NULL;
+ALTER TABLE sandbox_store.leases ALTER COLUMN fence DROP NOT NULL;
 ALTER TABLE sandbox_store.instances RENAME TO gd_instances;
 ALTER INDEX sandbox_store.instances RENAME TO gd_instances;
 CREATE SCHEMA gd_elsewhere;
