@@ -117,14 +117,14 @@ SELECT function_returns('sandbox_store', 'unsupported_changes', ARRAY[]::text[],
     'unsupported_changes returns setof text');
 SELECT function_returns('sandbox_store', 'guard', ARRAY[]::text[], 'event_trigger',
     'guard is an event trigger function');
-SELECT results_eq(
-    $$ SELECT e.evtevent::text, e.evtfoid::regprocedure::text, e.evtenabled::text
-         FROM pg_catalog.pg_event_trigger e
-         JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_event_trigger'::regclass
-          AND d.objid = e.oid AND d.deptype = 'e'
-          AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store')
-        WHERE e.evtname = 'sandbox_store_guard' $$,
-    $$ VALUES ('ddl_command_end', 'sandbox_store.guard()', 'O') $$,
+SELECT is(
+    (SELECT pg_catalog.format('%s %s %s', e.evtevent, e.evtfoid::regprocedure, e.evtenabled)
+       FROM pg_catalog.pg_event_trigger e
+       JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_event_trigger'::regclass
+        AND d.objid = e.oid AND d.deptype = 'e'
+        AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store')
+      WHERE e.evtname = 'sandbox_store_guard'),
+    'ddl_command_end sandbox_store.guard() O',
     'the event trigger sandbox_store_guard belongs to the extension and is enabled (1.4)');
 SELECT is_empty($$ SELECT * FROM sandbox_store.unsupported_changes() $$,
     'the relations are as the extension made them');
