@@ -38,7 +38,7 @@ WITH ext AS (
       JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
      WHERE c.relkind OPERATOR(pg_catalog.<>) 'c'
 ), relations (relname, relkind) AS (
-    VALUES ('instances'::pg_catalog.name, 'r'::pg_catalog.char),
+    VALUES ('instances'::pg_catalog.name, 'r'::pg_catalog."char"),
            ('leases', 'r'),
            ('fence_seq', 'S'),
            ('claims', 'v')
