@@ -2,18 +2,22 @@
  *
  * catalog.c
  *	  What every path needs to know about the managed tables, cached per
- *	  backend and looked up again after any relation or schema changed:
- *	  which relations they are (found through the extension, so a renamed
- *	  schema or a look-alike table cannot redirect them), who owns them (the
+ *	  backend and looked up again after any relation, column or schema
+ *	  changed: which relations they are (found through the extension, so a
+ *	  renamed schema or a look-alike table cannot redirect them), which of
+ *	  them the installed version has (from pg_extension.extversion, never
+ *	  from whether a relation of that name is found), who owns them (the
  *	  role statements run as), whether row-level security is on (refused),
- *	  and whether citus is installed; and whether the extension of a call
- *	  in progress was dropped while the call waited.  Also the errors for a
- *	  missing table, a moved schema, row-level security and a call whose
- *	  extension was dropped or updated under it.
+ *	  whether a key has a nondeterministic collation (refused), whether
+ *	  citus is installed, and whether the extension of a call in progress
+ *	  was dropped while the call waited.  Also the errors for a missing
+ *	  table, a moved schema, row-level security, such a collation, and a
+ *	  call whose extension was dropped or updated under it.
  *
- * One cache, one invalidation callback (for pg_class and pg_namespace
- * changes: CREATE EXTENSION citus and ALTER EXTENSION sandbox_store UPDATE
- * make both, and so do ALTER TABLE ... OWNER and ... ROW LEVEL SECURITY).
+ * One cache, one invalidation callback (for pg_class, pg_attribute and
+ * pg_namespace changes: CREATE EXTENSION citus and ALTER EXTENSION
+ * sandbox_store UPDATE make them, and so do ALTER TABLE ... OWNER, ... ROW
+ * LEVEL SECURITY, ... RENAME, ... SET SCHEMA and ... ALTER COLUMN ... TYPE).
  * The bottom of the house: it calls no other file of the extension.
  *
  *-------------------------------------------------------------------------
@@ -29,8 +33,10 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_index.h"
 #include "commands/extension.h"
 #include "storage/sinval.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -40,7 +46,10 @@
  * The extension's relations, whether row-level security is on for a managed
  * table, and whether citus is installed: looked up again after any relation
  * or schema is created, dropped or renamed (which CREATE EXTENSION citus and
- * ALTER EXTENSION sandbox_store UPDATE both do).
+ * ALTER EXTENSION sandbox_store UPDATE both do), or any column changed (a
+ * key given another collation: the primary key is rebuilt too, but the
+ * column's own change is what says so).  The installed version changes
+ * which relations exist only from 1.0 to 1.1, an update that creates them.
  */
 static bool relations_known = false;
 static uint64 relations_invalidations = 0;
@@ -58,6 +67,7 @@ sb_catalog_init(void)
 {
 	CacheRegisterSyscacheCallback(RELNAMENSP, relations_changed, (Datum) 0);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, relations_changed, (Datum) 0);
+	CacheRegisterSyscacheCallback(ATTNUM, relations_changed, (Datum) 0);
 }
 
 /*
@@ -82,9 +92,13 @@ read_relation(Oid relid, Oid *owner, bool *row_security)
 	ReleaseSysCache(tuple);
 }
 
-/* The schema extension ext was created in (pg_extension.extnamespace). */
+/*
+ * The schema extension ext was created in (pg_extension.extnamespace), and
+ * whether its installed version has claims (pg_extension.extversion: every
+ * version but 1.0 has leases and fence_seq).
+ */
 static Oid
-extension_schema(Oid ext)
+extension_schema(Oid ext, bool *claims)
 {
 	Relation rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyData key;
@@ -92,11 +106,25 @@ extension_schema(Oid ext)
 	HeapTuple tuple;
 	Oid nsp = InvalidOid;
 
+	*claims = false;
 	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
 	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
+	{
+		bool isnull;
+		Datum version =
+			heap_getattr(tuple, Anum_pg_extension_extversion, RelationGetDescr(rel), &isnull);
+
 		nsp = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+		if (!isnull)
+		{
+			char *name = TextDatumGetCString(version);
+
+			*claims = strcmp(name, "1.0") != 0;
+			pfree(name);
+		}
+	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return nsp;
@@ -136,8 +164,85 @@ report_schema_moved(void)
 }
 
 /*
+ * A nondeterministic collation on the key is refused: each key's lock is
+ * taken on the key's exact bytes (locks.c), so keys such a collation calls
+ * equal would share a record but not a lock.
+ */
+static void
+report_key_collation(const char *relname, Oid collation)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("a nondeterministic collation on the key of sandbox_store.%s is not supported",
+					relname),
+			 errdetail("Keys that collation \"%s\" treats as equal would share a record but not "
+					   "a lock: each key's lock is taken on its exact bytes.",
+					   get_collation_name(collation)),
+			 errhint("Give the key column its default collation back, and drop any unique index "
+					 "on key with another collation.")));
+}
+
+/*
+ * Refuse (0A000) a nondeterministic collation on column key of relid (the
+ * relation relname): on the column itself, or on key in a unique index of
+ * the table (which ON CONFLICT (key) could take as its arbiter).  The
+ * primary key follows the column's collation.
+ */
+static void
+check_key_collation(Oid relid, const char *relname)
+{
+	AttrNumber attnum = get_attnum(relid, "key");
+	Oid typid;
+	int32 typmod;
+	Oid collation;
+	Relation rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+
+	if (attnum == InvalidAttrNumber)
+		return; /* statements naming it fail */
+	get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collation);
+	if (OidIsValid(collation) && !get_collation_isdeterministic(collation))
+		report_key_collation(relname, collation);
+
+	rel = table_open(IndexRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_index_indrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(relid));
+	scan = systable_beginscan(rel, IndexIndrelidIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_index index = (Form_pg_index) GETSTRUCT(tuple);
+		bool isnull;
+		Datum datum;
+		oidvector *collations;
+
+		if (!index->indisunique)
+			continue;
+		datum = heap_getattr(tuple, Anum_pg_index_indcollation, RelationGetDescr(rel), &isnull);
+		if (isnull)
+			continue;
+		collations = (oidvector *) DatumGetPointer(datum);
+		for (int i = 0; i < index->indnkeyatts && i < collations->dim1; i++)
+		{
+			Oid c = collations->values[i];
+
+			if (index->indkey.values[i] == attnum && OidIsValid(c) &&
+				!get_collation_isdeterministic(c))
+				report_key_collation(relname, c);
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/*
  * The extension's relations, found through the extension itself: its schema
- * from pg_extension, and only relations that are members of it.
+ * from pg_extension, and only relations that are members of it.  Which
+ * relations the installed version has comes from its version: one of them
+ * that is not found under its name (renamed, moved to another schema, or a
+ * look-alike in its place) is missing (42P01), never taken for a version
+ * without it.
  */
 const SbRelations *
 sb_relations(void)
@@ -151,17 +256,28 @@ sb_relations(void)
 	{
 		uint64 invalidations = relations_invalidations;
 		Oid ext = get_extension_oid("sandbox_store", true);
-		Oid nsp = OidIsValid(ext) ? extension_schema(ext) : InvalidOid;
+		bool claims = false;
+		Oid nsp = OidIsValid(ext) ? extension_schema(ext, &claims) : InvalidOid;
 		SbRelations found;
 
 		if (!OidIsValid(nsp))
 			sb_report_missing_table("instances");
 		if (get_namespace_oid("sandbox_store", true) != nsp)
 			report_schema_moved();
+		found.claims = claims;
 		found.instances = member_relation("instances", nsp, ext);
-		found.leases = member_relation("leases", nsp, ext);
-		found.fence_seq = member_relation("fence_seq", nsp, ext);
+		found.leases = claims ? member_relation("leases", nsp, ext) : InvalidOid;
+		found.fence_seq = claims ? member_relation("fence_seq", nsp, ext) : InvalidOid;
 		found.extension = ext;
+		if (!OidIsValid(found.instances))
+			sb_report_missing_table("instances");
+		if (claims && !OidIsValid(found.leases))
+			sb_report_missing_table("leases");
+		if (claims && !OidIsValid(found.fence_seq))
+			sb_report_missing_table("fence_seq");
+		check_key_collation(found.instances, "instances");
+		if (claims)
+			check_key_collation(found.leases, "leases");
 		found.citus = OidIsValid(get_extension_oid("citus", true));
 		{
 			Oid leases_owner;

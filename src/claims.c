@@ -175,11 +175,15 @@ static SbStatement claim_release_fenced = {
 	{TEXTOID, INT8OID},
 	SPI_OK_UPDATE};
 
-/* Whether this database has the leases table (version 1.1 or later). */
+/*
+ * Whether this database has claims: the installed version is 1.1 or later
+ * (catalog.c refuses calls, 42P01, when such a version's leases or
+ * fence_seq is not found).
+ */
 bool
 sb_claims_enabled(void)
 {
-	return OidIsValid(sb_relations()->leases);
+	return sb_relations()->claims;
 }
 
 /* Whether a claim token is set on the key (the SQL form of the direct read). */
@@ -279,14 +283,17 @@ sb_claim_state(const text *key, SbClaim *claim)
 	return state;
 }
 
-/* The fence sequence (it exists wherever the leases table does). */
+/*
+ * The fence sequence.  Only called where claims exist, and catalog.c
+ * reports (42P01) a version with claims whose sequence is not found.
+ */
 static Oid
 fence_sequence(void)
 {
 	Oid seq = sb_relations()->fence_seq;
 
 	if (!OidIsValid(seq))
-		elog(ERROR, "sequence sandbox_store.fence_seq does not exist");
+		sb_report_missing_table("fence_seq");
 	return seq;
 }
 

@@ -136,6 +136,7 @@ typedef struct SbRelations
 	Oid instances;
 	Oid leases;        /* InvalidOid before version 1.1 */
 	Oid fence_seq;     /* InvalidOid before version 1.1 */
+	bool claims;       /* the installed version has claims (1.1 and later) */
 	Oid owner;         /* of instances: the role statements run as */
 	bool citus;        /* the citus extension is installed */
 	bool row_security; /* enabled or forced on a managed table: refused */

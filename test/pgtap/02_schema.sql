@@ -6,7 +6,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(96);
+SELECT plan(100);
 
 -- The table ---------------------------------------------------------------
 
@@ -61,7 +61,7 @@ SELECT ok(
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
 SELECT is((SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
-    '1.3', 'the installed version is 1.3');
+    '1.4', 'the installed version is 1.4');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -109,10 +109,25 @@ SELECT functions_are('sandbox_store',
     ARRAY['sandbox_upsert', 'sandbox_get', 'sandbox_delete', 'sandbox_list', 'sandbox_ensure',
           'sandbox_lock', 'sandbox_try_lock', 'sandbox_lock_id', 'sandbox_renew',
           'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim', 'distribute',
-          'sandbox_upsert_release'],
-    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3)');
+          'sandbox_upsert_release', 'unsupported_changes', 'guard'],
+    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes and guard (1.4)');
 SELECT has_function('sandbox_store', 'distribute', ARRAY[]::text[], 'distribute() exists');
 SELECT function_returns('sandbox_store', 'distribute', ARRAY[]::text[], 'void', 'distribute returns void');
+SELECT function_returns('sandbox_store', 'unsupported_changes', ARRAY[]::text[], 'setof text',
+    'unsupported_changes returns setof text');
+SELECT function_returns('sandbox_store', 'guard', ARRAY[]::text[], 'event_trigger',
+    'guard is an event trigger function');
+SELECT is(
+    (SELECT pg_catalog.format('%s %s %s', e.evtevent, e.evtfoid::regprocedure, e.evtenabled)
+       FROM pg_catalog.pg_event_trigger e
+       JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_event_trigger'::regclass
+        AND d.objid = e.oid AND d.deptype = 'e'
+        AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store')
+      WHERE e.evtname = 'sandbox_store_guard'),
+    'ddl_command_end sandbox_store.guard() O',
+    'the event trigger sandbox_store_guard belongs to the extension and is enabled (1.4)');
+SELECT is_empty($$ SELECT * FROM sandbox_store.unsupported_changes() $$,
+    'the relations are as the extension made them');
 
 SELECT has_function('sandbox_store', 'sandbox_upsert',
     ARRAY['text', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone', 'bigint'],

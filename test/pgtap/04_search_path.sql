@@ -15,7 +15,7 @@
 BEGIN;
 CREATE EXTENSION IF NOT EXISTS sandbox_store;
 
-SELECT plan(23);
+SELECT plan(24);
 
 -- The traps ---------------------------------------------------------------
 
@@ -74,6 +74,11 @@ CREATE OPERATOR evil.+ (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = e
 
 CREATE TABLE evil.leases (LIKE sandbox_store.leases);
 CREATE TEMP TABLE leases (LIKE sandbox_store.leases) ON COMMIT DROP;
+
+-- (1.4) Run a DDL statement, returning 'ok' or its SQLSTATE (no operator
+-- or function a look-alike could replace).
+CREATE FUNCTION pg_temp.try_ddl(q text) RETURNS text LANGUAGE plpgsql AS
+$$ BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE; END $$;
 
 -- Capture tables (created under the normal path, without calling the extension).
 CREATE TEMP TABLE h_upsert ON COMMIT DROP AS
@@ -160,6 +165,11 @@ INSERT INTO h_ensure SELECT 6, * FROM sandbox_store.sandbox_ensure('e', 'run-e',
 INSERT INTO h_upsert SELECT 5, * FROM sandbox_store.sandbox_upsert_release(
     key => 'e', fence => (SELECT fence FROM h_ensure WHERE n = 6), provider => 'p1',
     provider_sandbox_id => 'sb-e', thread_id => 't4', updated_at => '2001-01-01 00:00:21+00');
+-- (1.4) The guard (an event trigger) under the hostile path: it refuses a
+-- column on instances and lets DDL on another table through.
+CREATE TEMP TABLE h_guard ON COMMIT DROP AS
+    SELECT pg_temp.try_ddl('ALTER TABLE sandbox_store.instances ADD COLUMN region text') AS extension_table,
+           pg_temp.try_ddl('ALTER TABLE evil.instances ADD COLUMN region text') AS other_table;
 
 -- Back to the normal search_path: check --------------------------------------
 
@@ -319,6 +329,12 @@ SELECT results_eq(
     $$ SELECT (SELECT count(*) FROM evil.leases), (SELECT count(*) FROM pg_temp.leases) $$,
     $$ VALUES (0::bigint, 0::bigint) $$,
     'hostile path: nothing was written to the look-alike tables evil.leases and pg_temp.leases'
+);
+
+SELECT results_eq(
+    $$ SELECT extension_table, other_table FROM h_guard $$,
+    $$ VALUES ('0A000'::text, 'ok'::text) $$,
+    'hostile path: the guard refuses a column on instances and passes DDL on another table'
 );
 
 SELECT is_empty(

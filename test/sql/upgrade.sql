@@ -1,9 +1,11 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> 1.2 -> 1.3) by ALTER EXTENSION ... UPDATE
--- (with the new library installed all along), compared with a fresh CREATE
--- EXTENSION (1.3's single install script).  Then a 1.1 database with a live
--- claim, taken to 1.2, and statements prepared at 1.2 that work on at 1.3.
+-- to the default version (1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4) by ALTER
+-- EXTENSION ... UPDATE (with the new library installed all along), compared
+-- with a fresh CREATE EXTENSION (1.4's single install script).  Then a 1.1
+-- database with a live claim, taken to 1.2; statements prepared at 1.2 that
+-- work on at 1.3; and a 1.3 database whose admin added a column, which 1.4
+-- refuses to update until the column is gone.
 --
 \i test/sql/include/fresh.sql
 \pset null '<null>'
@@ -271,6 +273,11 @@ CREATE FUNCTION pg_temp.sb_catalog() RETURNS SETOF text LANGUAGE sql AS $$
            pg_catalog.pg_describe_object(d.refclassid, d.refobjid, d.refobjsubid), d.deptype)
     FROM pg_catalog.pg_depend d JOIN members m ON m.classid = d.classid AND m.objid = d.objid
    WHERE d.deptype <> 'e'
+  UNION ALL
+  SELECT pg_catalog.format('event trigger: %s on %s when tag in %s executes %s, enabled %s',
+           e.evtname, e.evtevent, e.evttags, e.evtfoid::regprocedure, e.evtenabled)
+    FROM pg_catalog.pg_event_trigger e JOIN members m
+      ON m.classid = 'pg_catalog.pg_event_trigger'::regclass AND m.objid = e.oid
 $$;
 
 -- Privileges of the members, as (object, grantee, privilege, grantable,
@@ -432,3 +439,35 @@ SELECT proname, prosrc FROM pg_proc
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+
+--
+-- 1.3 -> 1.4 (the guard).  A 1.3 database whose admin added a column to
+-- instances cannot be guarded: the update is refused (55000), naming the
+-- column, and the database stays at 1.3 with its records and the column.
+-- Once the column is dropped, the update goes through; statements prepared
+-- at 1.3 work on, and the guard refuses the next such column.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.3';
+SELECT key FROM sandbox_store.sandbox_upsert('v13/1', 'p', 'sbx-1', 'thread-v13');
+ALTER TABLE sandbox_store.instances ADD COLUMN region text DEFAULT 'eu';
+PREPARE v13_get AS SELECT key, provider_sandbox_id, region FROM sandbox_store.sandbox_get('v13/1');
+-- (Without CONTEXT: PostgreSQL 16 and later print the script's statement
+-- there, 15 only the PL/pgSQL line.)
+\set SHOW_CONTEXT never
+ALTER EXTENSION sandbox_store UPDATE TO '1.4';
+\set SHOW_CONTEXT errors
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT count(*) AS event_triggers FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard';
+EXECUTE v13_get;
+ALTER TABLE sandbox_store.instances DROP COLUMN region;
+PREPARE v13_get2 AS SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_get('v13/1');
+PREPARE v13_claim AS SELECT fence > 0 AS claimed FROM sandbox_store.sandbox_claim('v13/1', '1 hour');
+ALTER EXTENSION sandbox_store UPDATE TO '1.4';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+EXECUTE v13_get2;
+EXECUTE v13_claim;
+\set VERBOSITY sqlstate
+ALTER TABLE sandbox_store.instances ADD COLUMN region text;
+\set VERBOSITY default
+SELECT evtname, evtenabled FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard';

@@ -15,6 +15,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SandboxStoreTest;
 use Test::More;
+use IPC::Run;
 
 my $node = PostgreSQL::Test::Cluster->new('dump_restore');
 $node->init;
@@ -93,6 +94,43 @@ my $expired_fence = $node->safe_psql('src',
 like($stderr, qr/SB001|claim on sandbox key "claim-expired" was lost/,
 	'a write fenced with a pre-dump fence is refused after takeover');
 
+# An admin tries to add a column (1.3's documentation allowed it): refused,
+# and a plain-format dump restored with psql (no ON_ERROR_STOP) keeps every
+# record.  On 1.3 the column was added, the restore's COPY failed, psql
+# exited 0, and the restored table was empty.
+$node->safe_psql('postgres', 'CREATE DATABASE col_src');
+$node->safe_psql('col_src', 'CREATE EXTENSION sandbox_store');
+$node->safe_psql('col_src', q{
+SELECT count(*) FROM generate_series(1, 100) i,
+  sandbox_store.sandbox_upsert('col-' || i, 'prov', 'sbx-' || i, 'thread-col');
+});
+($ret, $stdout, $stderr) = $node->psql('col_src',
+	'ALTER TABLE sandbox_store.instances ADD COLUMN region text');
+isnt($ret, 0, 'ALTER TABLE sandbox_store.instances ADD COLUMN is refused');
+like($stderr, qr/this change to the tables of sandbox_store is not supported/,
+	'... by the extension\'s guard, with its message');
+is( $node->safe_psql('col_src', q{
+SELECT count(*) FROM pg_attribute
+ WHERE attrelid = 'sandbox_store.instances'::regclass AND attnum > 0 AND NOT attisdropped}),
+	'7', 'instances still has its seven columns');
+my $col_records = $node->safe_psql('col_src', $RECORDS_QUERY);
+my $plain = $node->basedir . '/col_src.sql';
+$node->command_ok(
+	[ 'pg_dump', '-Fp', '-f', $plain, '-d', $node->connstr('col_src') ],
+	'plain pg_dump of the database');
+$node->safe_psql('postgres', 'CREATE DATABASE col_dst');
+my ($restore_out, $restore_err) = ('', '');
+IPC::Run::run([ 'psql', '-X', '-q', '-d', $node->connstr('col_dst'), '-f', $plain ],
+	'>', \$restore_out, '2>', \$restore_err);
+is($restore_err, '', 'the plain restore with psql reports no error');
+is($node->safe_psql('col_dst', 'SELECT count(*) FROM sandbox_store.instances'),
+	'100', 'all 100 records are restored');
+is($node->safe_psql('col_dst', $RECORDS_QUERY),
+	$col_records, 'every record is restored exactly');
+is( $node->safe_psql('col_dst', q{
+SELECT evtenabled FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard'}),
+	'O', 'the restored database has the guard, once, enabled');
+
 # DROP EXTENSION removes everything it made.
 $node->safe_psql('dst', 'DROP EXTENSION sandbox_store');
 is( $node->safe_psql(
@@ -107,6 +145,10 @@ SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = 'sandbox_store'}),
 	'0',
 	'DROP EXTENSION removes the functions');
+is( $node->safe_psql('dst',
+		q{SELECT count(*) FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard'}),
+	'0',
+	'DROP EXTENSION removes the event trigger');
 
 $node->stop;
 done_testing();

@@ -17,8 +17,11 @@
 #                others and its holder still renews it), fences (every new
 #                one above every earlier one; a write fenced with a superseded
 #                fence is refused), grants and pg_init_privs all as before;
-#                ALTER EXTENSION sandbox_store UPDATE then goes to 1.3 and
-#                the app role works on the upgraded records;
+#                ALTER EXTENSION sandbox_store UPDATE then goes to 1.4 and
+#                the app role works on the upgraded records; a second
+#                database, at 1.4, keeps its guard (the event trigger the
+#                extension owns) enabled and its records, and the guard
+#                still refuses a column;
 #   dump/restore pg_dump (the newer version's) of the 15 database, restored
 #                into a fresh database of the newer version: the same checks.
 
@@ -65,6 +68,17 @@ SELECT fence FROM sandbox_store.sandbox_ensure('claim-expired', 'run-1', lease =
 SELECT fence FROM sandbox_store.sandbox_ensure('claim-live', 'run-1', lease => '1 hour');
 });
 
+# A database at 1.4: binary-upgrade mode restores the extension's members one
+# by one (the event trigger last), which the guard must let through.
+$old->safe_psql('postgres', 'CREATE DATABASE guarded');
+$old->safe_psql(
+	'guarded', q{
+CREATE EXTENSION sandbox_store;
+SELECT count(*) FROM generate_series(1, 20) i,
+  sandbox_store.sandbox_upsert('g-' || i, 'prov', 'sbx-' || i, 'thread-g');
+});
+my $guarded_before = $old->safe_psql('guarded', $RECORDS_QUERY);
+
 # Privileges of the extension's functions and relations, described (OIDs
 # differ between clusters): their ACLs, and the initial privileges pg_dump
 # compares them with, taken as pg_dump takes them: the pg_init_privs entry,
@@ -85,9 +99,12 @@ WITH members AS (
     FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
    WHERE d.refclassid = 'pg_extension'::regclass AND e.extname = 'sandbox_store'
      AND d.deptype = 'e' AND d.classid IN ('pg_proc'::regclass, 'pg_class'::regclass)
-     -- new in 1.3: not in the 1.2 database the test starts from, but in the
-     -- restored one (a restore creates the extension at its newest version)
+     -- new in 1.3 and 1.4: not in the 1.2 database the test starts from, but
+     -- in the restored one (a restore creates the extension at its newest
+     -- version)
      AND d.objid IS DISTINCT FROM to_regprocedure('sandbox_store.distribute()')
+     AND d.objid IS DISTINCT FROM to_regprocedure('sandbox_store.unsupported_changes()')
+     AND d.objid IS DISTINCT FROM to_regprocedure('sandbox_store.guard()')
      AND d.objid IS DISTINCT FROM
          to_regprocedure('sandbox_store.sandbox_upsert_release(text, bigint, text, text, text, text, text, timestamptz)')),
 acls AS (
@@ -132,15 +149,18 @@ command_ok([ "$new_bindir/pg_dump", '-Fc', '-f', $dump, '-d', $old->connstr('pos
 # newer majors accept it, the way through is to clear the option in the old
 # cluster right before pg_upgrade (a superuser's UPDATE of pg_attribute,
 # nothing else changes), as the README's upgrading section says.
-my $attver = $old->safe_psql('postgres',
-	q{SELECT count(*) FROM pg_attribute WHERE attoptions::text LIKE '%pg_attver=%'});
-note "columns with pg_attver in the 15 cluster: $attver";
-$old->safe_psql(
-	'postgres', q{
+for my $db ('postgres', 'guarded')
+{
+	my $attver = $old->safe_psql($db,
+		q{SELECT count(*) FROM pg_attribute WHERE attoptions::text LIKE '%pg_attver=%'});
+	note "columns with pg_attver in database $db of the 15 cluster: $attver";
+	$old->safe_psql(
+		$db, q{
 UPDATE pg_catalog.pg_attribute
    SET attoptions = (SELECT pg_catalog.array_agg(o) FROM pg_catalog.unnest(attoptions) o
                       WHERE o NOT LIKE 'pg\_attver=%')
  WHERE attoptions::text LIKE '%pg\_attver=%'}) if $attver > 0;
+}
 $old->stop;
 
 # Compare a cluster of the newer version with what the 15 one held.
@@ -210,7 +230,7 @@ check_carried_over($new, "pg_upgrade to $new_major");
 
 $new->safe_psql('postgres', 'ALTER EXTENSION sandbox_store UPDATE');
 is($new->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'"),
-	'1.3', "ALTER EXTENSION UPDATE after pg_upgrade goes to 1.3");
+	'1.4', "ALTER EXTENSION UPDATE after pg_upgrade goes to 1.4");
 is( $new->safe_psql('postgres',
 		"SET ROLE sb_app; SELECT action || ' ' || provider_sandbox_id FROM sandbox_store.sandbox_ensure('key-7', 'run-3')"),
 	'resume sbx-7',
@@ -218,10 +238,19 @@ is( $new->safe_psql('postgres',
 is( $new->safe_psql('postgres',
 		"SET ROLE sb_app; SELECT count(*) FROM sandbox_store.sandbox_list('thread-1')"),
 	'10', 'sandbox_list reads the records written on 15');
+is($new->safe_psql('guarded', $RECORDS_QUERY), $guarded_before,
+	'pg_upgrade keeps the records of the 1.4 database');
+is( $new->safe_psql('guarded',
+		q{SELECT extversion || ' ' || evtenabled::text FROM pg_extension, pg_event_trigger
+		   WHERE extname = 'sandbox_store' AND evtname = 'sandbox_store_guard'}),
+	'1.4 O', 'the 1.4 database keeps its guard, enabled');
+my (undef, undef, $guard_err) = $new->psql('guarded',
+	"\\set VERBOSITY verbose\nALTER TABLE sandbox_store.instances ADD COLUMN region text");
+like($guard_err, qr/ERROR:\s+0A000:/, 'after pg_upgrade the guard still refuses a column');
 $new->stop;
 
 # A dump of the 15 database restored into a fresh cluster of the newer
-# version (the restore creates the extension at its newest version, 1.3).
+# version (the restore creates the extension at its newest version, 1.4).
 my $restored = PostgreSQL::Test::Cluster->new('restored', install_path => $new_install);
 $restored->init;
 $restored->start;
