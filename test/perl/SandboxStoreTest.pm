@@ -35,7 +35,7 @@ our @EXPORT =
   qw(lit $EXT_LOCKS $RECORDS_QUERY $LEASES_QUERY sqlstate_of kill9_and_start kill9 start_after_kill9);
 
 # The extension's advisory locks use their own lock-tag class (objsubid).
-our $EXT_LOCKS = q{SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21314};
+our $EXT_LOCKS = q{SELECT count(*) FROM sandbox_store.key_locks};
 
 {
 	no warnings 'redefine';

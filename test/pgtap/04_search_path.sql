@@ -273,11 +273,9 @@ SELECT is(
 );
 
 SELECT ok(
-    EXISTS (SELECT 1 FROM pg_catalog.pg_locks
-             WHERE locktype = 'advisory' AND objsubid = 21314
-               AND pid = pg_catalog.pg_backend_pid() AND granted
-               AND ((classid::bigint << 32) | objid::bigint)
-                   = sandbox_store.sandbox_lock_id('a')),
+    EXISTS (SELECT 1 FROM sandbox_store.key_locks
+             WHERE pid = pg_catalog.pg_backend_pid() AND granted
+               AND lock_id = sandbox_store.sandbox_lock_id('a')),
     'hostile path: ensure(''a'') holds the advisory lock whose id is sandbox_lock_id(''a'')'
 );
 

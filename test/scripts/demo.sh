@@ -41,20 +41,15 @@ appq() { local sql=$1; shift; app "$@" <<<"$sql"; }
 check() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
 heading() { printf '\n== %s\n' "$*"; }
 
-# The query the README documents: who holds (or waits for) a key's lock.
-# pg_locks shows the 64-bit lock id as classid (high 32 bits) and objid (low
-# 32 bits), both unsigned; sandbox_lock_id() is a signed bigint, so mask both
-# halves to 32 bits instead of rebuilding the id (correct for negative ids).
-HOLDER_SQL="SELECT l.pid, l.granted
-  FROM pg_catalog.pg_locks l
- WHERE l.locktype = 'advisory' AND l.objsubid = 21314
-   AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
-   AND l.classid::pg_catalog.int8 = (sandbox_store.sandbox_lock_id(:'key') >> 32) & 4294967295
-   AND l.objid::pg_catalog.int8 = sandbox_store.sandbox_lock_id(:'key') & 4294967295"
+# Who holds (or waits for) a key's lock, as operators look it up: the view
+# sandbox_store.key_locks shows the lock id sandbox_lock_id() gives.
+HOLDER_SQL="SELECT pid, granted
+  FROM sandbox_store.key_locks
+ WHERE lock_id = sandbox_store.sandbox_lock_id(:'key')"
 
 # holders KEY -> "pid:granted" lines (granted first), as the app role.
 holders() {
-  app -F: -v key="$1" <<SQL
+  admin -A -t -d "$DB" -F: -v key="$1" <<SQL
 SELECT pid, granted FROM ($HOLDER_SQL) h ORDER BY granted DESC, pid;
 SQL
 }
@@ -259,11 +254,10 @@ show_record
 check "record after delete" "$(record)" ""
 
 ###########################################################################
-heading "6. Who holds a key? (pg_locks)"
+heading "6. Who holds a key? (sandbox_store.key_locks)"
 lock_id=$(appq "SELECT sandbox_store.sandbox_lock_id(:'key')" -v key="$KEY")
 say "  sandbox_lock_id('$KEY') = $lock_id"
-case $lock_id in -*) say "  (negative as a bigint: the query masks each half to 32 bits, as pg_locks shows them unsigned)";; esac
-say "  The README's query:"
+say "  An operator's query (the view is granted to operators, not to the app role):"
 printf '    %s\n' "${HOLDER_SQL//$'\n'/$'\n'    }"
 say "  server C: BEGIN; sandbox_ensure(...) -> create; it records sbx-doomed with sandbox_upsert, then its"
 say "  run fails before COMMIT (ROLLBACK after 3s).  Meanwhile server D calls sandbox_delete on the same key."

@@ -168,9 +168,7 @@ SELECT 'no resume was asked for before its key''s create committed: the run did 
                     WHERE e.action = 'resume' AND e.asked_at < c.at)
 UNION ALL
 SELECT format('pg_locks still shows %s advisory locks of the extension', count(*))
-  FROM pg_catalog.pg_locks
- WHERE locktype = 'advisory' AND objsubid = 21314
-   AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+  FROM sandbox_store.key_locks
 HAVING count(*) > 0;
 SQL
 )

@@ -28,7 +28,6 @@ use lib "$FindBin::RealBin/../perl";
 use SandboxStoreTest;
 
 # The extension's advisory locks carry this in pg_locks.objsubid ("SB").
-my $SB_LOCK_CLASS = 21314;
 # "At once": the waiter must have its answer this soon after the holder dies.
 my $PROMPT_SECONDS = 10;
 
@@ -39,7 +38,7 @@ $node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
 
 # SQL literal of a string.
 
-# pg_locks rows of the extension's lock on $key: "pid:granted" lines.
+# sandbox_store.key_locks rows of the lock on $key: "pid:granted" lines.
 sub key_lock_rows
 {
 	my ($key) = @_;
@@ -47,15 +46,13 @@ sub key_lock_rows
 	return $node->safe_psql(
 		'postgres', qq{
 		SELECT string_agg(pid || ':' || granted, ' ' ORDER BY granted DESC, pid)
-		  FROM pg_catalog.pg_locks
-		 WHERE locktype = 'advisory' AND objsubid = $SB_LOCK_CLASS
-		   AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
-		   AND classid::int8 = (sandbox_store.sandbox_lock_id($k) >> 32) & 4294967295
-		   AND objid::int8 = sandbox_store.sandbox_lock_id($k) & 4294967295});
+		  FROM sandbox_store.key_locks
+		 WHERE lock_id = sandbox_store.sandbox_lock_id($k)});
 }
 
 # The keys of the three cases have a positive (T1) and negative (T2, T3)
-# sandbox_lock_id, so key_lock_rows' arithmetic is checked for both signs.
+# sandbox_lock_id, so the lock_id arithmetic of sandbox_store.key_locks is
+# checked for both signs.
 
 # A session that BEGINs, takes $key with sandbox_ensure (which must say
 # create) and, if $upsert, records a sandbox; its transaction stays open.

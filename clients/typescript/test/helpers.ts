@@ -60,12 +60,9 @@ export async function within<T>(ms: number, promise: Promise<T>, what = 'operati
 /** Rows of pg_locks for the extension's lock on `key` ("pid:granted"). */
 export async function keyLocks(pool: pg.Pool, key: string): Promise<string[]> {
   const result = await pool.query<{ lock: string }>(
-    `SELECT l.pid || ':' || l.granted AS lock
-       FROM pg_catalog.pg_locks l
-      WHERE l.locktype = 'advisory' AND l.objsubid = 21314
-        AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
-        AND l.classid::int8 = (sandbox_store.sandbox_lock_id($1) >> 32) & 4294967295
-        AND l.objid::int8 = sandbox_store.sandbox_lock_id($1) & 4294967295`,
+    `SELECT pid || ':' || granted AS lock
+       FROM sandbox_store.key_locks
+      WHERE lock_id = sandbox_store.sandbox_lock_id($1)`,
     [key],
   );
   return result.rows.map((r) => r.lock);

@@ -22,12 +22,15 @@ EXCEPTION WHEN OTHERS THEN
   RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 
-CREATE TEMP VIEW my_sb_locks AS
-  SELECT mode, granted, ((classid::int8 << 32) | objid::int8) AS lock_id
-    FROM pg_locks
-   WHERE locktype = 'advisory' AND objsubid = 21314 AND pid = pg_backend_pid();
+-- (Through functions, whose bodies record no dependency: a test may drop
+-- the extension.)
+CREATE FUNCTION pg_temp.my_sb_locks() RETURNS TABLE (mode text, granted bool, lock_id int8)
+LANGUAGE sql AS $$
+  SELECT mode, granted, lock_id FROM sandbox_store.key_locks WHERE pid = pg_backend_pid()
+$$;
+CREATE TEMP VIEW my_sb_locks AS SELECT * FROM pg_temp.my_sb_locks();
 
 CREATE FUNCTION pg_temp.sb_lock_count() RETURNS bigint LANGUAGE sql AS $$
-  SELECT count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = 21314
+  SELECT count(*) FROM sandbox_store.key_locks
 $$;
 \set ECHO all
