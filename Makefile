@@ -33,5 +33,8 @@ all install installcheck:
 	@exit 1
 endif
 
+# Every object includes the shared header (PGXS tracks no header dependencies).
+$(OBJS): src/sandbox_store.h src/compat.h
+
 include test/test.mk
 include bench/bench.mk
