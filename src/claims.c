@@ -3,9 +3,10 @@
  * claims.c
  *	  Lease mode (version 1.1): claims on keys kept as rows of
  *	  sandbox_store.leases, and fences.  The only file that reads or writes
- *	  that table and the fence sequence; the SQL functions of lease mode,
- *	  which wait for keys, are take.c's.  Like every helper that runs
- *	  statements, these run in the caller's SPI connection (spi.c).
+ *	  that table and the fence sequence.  The SQL functions of lease mode
+ *	  are keys.c's, and waiting for a key is take.c's.  Like every helper
+ *	  that runs statements, these run in the caller's SPI connection
+ *	  (spi.c).
  *
  * A claim gives the exclusion of the key's lock without an open
  * transaction: it is a committed row (key, fence, owner_token,
@@ -42,11 +43,11 @@
  * take, retire), or writes it (renew, release: an UPDATE waits for the row
  * and re-reads it), which waits for that transaction and sees what it
  * committed; the unlocked reads (sb_claim_token_set, sb_claim_state) say
- * why they need not.  Expiry is judged by the database
- * server's clock (clock_timestamp()), the one clock every app server
- * shares, and computed in UTC (lease_expiry).  When anyone takes over a key
- * whose claim expired (a new claim, or a lock-mode call that retires it),
- * the key gets a new fence, so the old holder is fenced off at once.
+ * why they need not.  Expiry is judged by the database server's clock
+ * (clock_timestamp()), the one clock every app server shares, and computed
+ * in UTC (sb_lease_expiry, clock.c).  When anyone takes over a key whose
+ * claim expired (a new claim, or a lock-mode call that retires it), the key
+ * gets a new fence, so the old holder is fenced off at once.
  *
  * Lease mode needs the leases table of version 1.1: in a database still at
  * version 1.0 (library upgraded, ALTER EXTENSION UPDATE not yet run) every
@@ -149,7 +150,7 @@ static SbStatement claim_retire = {
 	{TEXTOID, TIMESTAMPTZOID, INT8OID},
 	SPI_OK_UPDATE};
 
-/* Extend a claim to $3 (now + lease, lease_expiry). */
+/* Extend a claim to $3 (now + lease, sb_lease_expiry). */
 static SbStatement claim_renew = {
 	"UPDATE sandbox_store.leases"
 	" SET lease_expires_at = $3"
@@ -369,16 +370,21 @@ draw_fence(int64 above)
 }
 
 /*
- * from + lease, in UTC: days and months are added as calendar days and
- * months of UTC, the same on every app server, never those of the
- * session's TimeZone (where a day across a daylight-saving change is 23 or
- * 25 hours).
+ * 40001: this REPEATABLE READ or SERIALIZABLE transaction's snapshot does
+ * not show the key's claim as it is now, and acting on it would act beside
+ * a newer version.  (store.c raises its own for a record.)
  */
-static TimestampTz
-lease_expiry(TimestampTz from, const Interval *lease)
+SB_NORETURN_BEFORE static void report_claim_changed(const text *key) SB_NORETURN_AFTER;
+
+static void
+report_claim_changed(const text *key)
 {
-	return DatumGetTimestamp(DirectFunctionCall2(timestamp_pl_interval, TimestampGetDatum(from),
-												 IntervalPGetDatum(lease)));
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access to sandbox key \"%s\"", text_to_cstring(key)),
+			 errdetail("The key's claim was changed by a transaction that committed after this "
+					   "transaction's snapshot was taken."),
+			 errhint("Retry the transaction, or run it at READ COMMITTED.")));
 }
 
 /* End the key's expired claim.  False if it is not set any more. */
@@ -410,7 +416,7 @@ sb_retire_claim(const text *key)
 	 * snapshot does not show the newest state.
 	 */
 	if (!retired && IsolationUsesXactSnapshot())
-		sb_report_serialization(key, "claim");
+		report_claim_changed(key);
 	return retired;
 }
 
@@ -477,7 +483,7 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	fence = draw_fence(newest);
 	args[0] = PointerGetDatum(key);
 	args[1] = Int64GetDatum(fence);
-	args[2] = TimestampTzGetDatum(lease_expiry(current, lease));
+	args[2] = TimestampTzGetDatum(sb_lease_expiry(current, lease));
 	args[3] = TimestampTzGetDatum(current);
 	taken = sb_spi_execute(&claim_take, args, NULL, false, InvalidSnapshot) > 0;
 	if (!taken)
@@ -567,17 +573,28 @@ sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence, int64 newest
 }
 
 /*
- * Lease mode and fenced writes need the leases table of version 1.1: refuse
- * (0A000) what (e.g. "lease mode") in a database still at 1.0.
+ * Lease mode needs the leases table of version 1.1: refuse it (0A000) in a
+ * database still at 1.0.
  */
 void
-sb_require_claims(const char *what)
+sb_require_lease_mode(void)
 {
 	if (!sb_claims_enabled())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s needs sandbox_store 1.1", what),
-				 errdetail("This database has sandbox_store 1.0, which has no claims."),
-				 errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("lease mode needs sandbox_store 1.1"),
+						errdetail("This database has sandbox_store 1.0, which has no claims."),
+						errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
+}
+
+/* Fenced writes need the leases table of version 1.1, as lease mode does. */
+static void
+require_fenced_writes(void)
+{
+	if (!sb_claims_enabled())
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("fenced writes need sandbox_store 1.1"),
+						errdetail("This database has sandbox_store 1.0, which has no claims."),
+						errhint("Run ALTER EXTENSION sandbox_store UPDATE.")));
 }
 
 /*
@@ -604,7 +621,7 @@ sb_check_fence(const text *key, int64 fence)
 	int64 newest;
 	bool claimed;
 
-	sb_require_claims("fenced writes");
+	require_fenced_writes();
 	(void) read_lease_locked(key, &newest, &claimed);
 	if (newest > fence)
 		sb_report_claim_lost(key, SB_LOST_FENCE_OLD, fence, newest);
@@ -627,7 +644,7 @@ sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease, T
 
 	args[0] = PointerGetDatum(key);
 	args[1] = UUIDPGetDatum(token);
-	args[2] = TimestampTzGetDatum(lease_expiry(GetCurrentTimestamp(), lease));
+	args[2] = TimestampTzGetDatum(sb_lease_expiry(GetCurrentTimestamp(), lease));
 	renewed = sb_spi_execute(&claim_renew, args, NULL, false, InvalidSnapshot) > 0;
 	if (renewed)
 		*expires = DatumGetTimestampTz(sb_spi_value(SPI_tuptable, 0, 1, "lease_expires_at"));
@@ -669,7 +686,7 @@ sb_release_fenced(const text *key, int64 fence)
 	if (sb_spi_execute(&claim_release_fenced, args, NULL, false, InvalidSnapshot) > 0)
 		return;
 	if (IsolationUsesXactSnapshot())
-		sb_report_serialization(key, "claim");
+		report_claim_changed(key);
 	elog(ERROR, "the checked claim of fence " INT64_FORMAT " on sandbox key \"%s\" was not found",
 		 fence, text_to_cstring(key));
 }

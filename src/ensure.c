@@ -206,7 +206,7 @@ ensure_srf(FunctionCallInfo fcinfo, bool api_1_1)
 		if (a.lease == NULL)
 			sb_check_lock_scope("sandbox_ensure");
 		if (a.lease != NULL)
-			sb_require_claims("lease mode");
+			sb_require_lease_mode();
 
 		funcctx->user_fctx = ensure_decide(desc, &a);
 

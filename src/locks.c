@@ -5,8 +5,9 @@
  *	  per key, in a lock-tag class of this extension's own, taken and given
  *	  back; and the SQL functions that show it, sandbox_lock_id and
  *	  sandbox_lock_holder.  Also the lock that orders draws of the fence
- *	  sequence (one per database, in a class of its own; claims.c).  Waiting for a key (deadlines, claims, backoff,
- *	  "could not lock") is take.c's.
+ *	  sequence (one per database, in a class of its own; claims.c).
+ *	  Waiting for a key (deadlines, claims, backoff, "could not lock") is
+ *	  take.c's.
  *
  * A key maps to a 64-bit FNV-1a hash of its bytes.  The hash is part of the
  * extension's contract (sandbox_lock_id shows it and pg_locks is searched

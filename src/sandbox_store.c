@@ -10,9 +10,10 @@
  *					lease mode each decide in a function of their own)
  *	  reap.c		deleting idle records nobody holds (sandbox_reap)
  *	  store.c		the record table (sandbox_upsert, _get, _delete, _list)
+ *	  keys.c		taking a key and nothing else, in lock and lease mode
+ *					(sandbox_lock, _try_lock, _claim, _renew, _release)
  *	  taking a key
  *	  take.c		waits, claims in the way, 55P03, the lock's scope
- *					(sandbox_lock, _try_lock, _claim, _renew, _release)
  *	  tables and locks
  *	  claims.c		the leases table and fences
  *	  locks.c		the per-key advisory lock, primary only (sandbox_lock_id,
@@ -20,9 +21,11 @@
  *	  result.c		the row types functions return, looked up once per backend
  *	  direct.c		direct primary-key reads of the hottest lookups
  *	  spi.c			how statements run: prepared once, as the tables' owner
- *	  catalog
+ *	  catalog, checks and clock
  *	  catalog.c		which relations, their owner, citus: one cache
  *	  validate.c	argument checks and their SQLSTATEs (used by every level)
+ *	  clock.c		time arithmetic in UTC: cutoffs, lease expiry (used by every
+ *					level)
  *
  *-------------------------------------------------------------------------
  */

@@ -110,14 +110,16 @@ extern Interval *sb_optional_interval(FunctionCallInfo fcinfo, int argno, const 
 extern Interval *sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname,
 									  bool required);
 extern TimestampTz sb_required_timestamp(FunctionCallInfo fcinfo, int argno, const char *argname);
-extern TimestampTz sb_cutoff(const Interval *age);
 extern pg_uuid_t *sb_required_uuid(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern bool sb_optional_fence(FunctionCallInfo fcinfo, int argno, int64 *fence);
 extern int64 sb_required_fence(FunctionCallInfo fcinfo, int argno);
 extern Interval *sb_required_interval(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern int32 sb_positive_int32(FunctionCallInfo fcinfo, int argno, const char *argname);
-SB_NORETURN_BEFORE extern void sb_report_serialization(const text *key,
-													   const char *what) SB_NORETURN_AFTER;
+
+/* clock.c: time arithmetic in UTC */
+extern double sb_interval_reach(const Interval *value);
+extern TimestampTz sb_cutoff(const Interval *age);
+extern TimestampTz sb_lease_expiry(TimestampTz from, const Interval *lease);
 
 /* spi.c */
 extern void sb_spi_connect(void);
@@ -190,7 +192,7 @@ extern bool sb_renew_claim(const text *key, const pg_uuid_t *token, const Interv
 extern bool sb_release_claim(const text *key, const pg_uuid_t *token);
 extern void sb_release_fenced(const text *key, int64 fence);
 extern void sb_check_fence(const text *key, int64 fence);
-extern void sb_require_claims(const char *what);
+extern void sb_require_lease_mode(void);
 typedef enum SbClaimLost
 {
 	SB_LOST_TOKEN,         /* the owner token no longer holds the claim */
@@ -201,15 +203,13 @@ typedef enum SbClaimLost
 SB_NORETURN_BEFORE extern void sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence,
 													int64 newest) SB_NORETURN_AFTER;
 
-/* take.c: taking a key (waits, claims in the way, 55P03) */
+/* take.c: taking a key (waits, claims in the way, 55P03, the lock's scope) */
 extern SbWait sb_wait_from(const Interval *wait);
 extern void sb_check_lock_scope(const char *fname);
 extern bool sb_lock_ends_with_statement(void);
 extern void sb_lock_key(const text *key, const SbWait *wait);
 extern void sb_back_off(const text *key, const SbWait *wait, const SbClaim *blocker, int *delay_ms);
 extern void sb_acquire_key(const text *key, const SbWait *wait);
-SB_NORETURN_BEFORE extern void sb_report_not_obtained(const text *key, const SbWait *wait,
-													  const SbClaim *claim) SB_NORETURN_AFTER;
 
 /* result.c */
 extern void sb_result_init(void);

@@ -44,7 +44,7 @@ get_table_owner(void)
 	if (!OidIsValid(rels->instances))
 		sb_report_missing_table("instances");
 	if (!OidIsValid(owner))
-		elog(ERROR, "sandbox_store: no owner found for sandbox_store.instances");
+		elog(ERROR, "no owner found for sandbox_store.instances");
 	return owner;
 }
 
@@ -167,7 +167,7 @@ plan_source(SPIPlanPtr plan)
 	List *sources = SPI_plan_get_plan_sources(plan);
 
 	if (list_length(sources) != 1)
-		elog(ERROR, "sandbox_store: a statement has %d plan sources, not 1", list_length(sources));
+		elog(ERROR, "a statement has %d plan sources, not 1", list_length(sources));
 	return linitial(sources);
 }
 
@@ -300,10 +300,10 @@ sb_spi_value(const SPITupleTable *table, uint64 row, int attnum, const char *nam
 
 	if (attnum < 1 || attnum > desc->natts ||
 		strcmp(NameStr(TupleDescAttr(desc, attnum - 1)->attname), name) != 0)
-		elog(ERROR, "sandbox_store: column %d of a result is not \"%s\"", attnum, name);
+		elog(ERROR, "column %d of a result is not \"%s\"", attnum, name);
 	value = SPI_getbinval(table->vals[row], desc, attnum, &isnull);
 	if (isnull)
-		elog(ERROR, "sandbox_store: column \"%s\" of a result is NULL", name);
+		elog(ERROR, "column \"%s\" of a result is NULL", name);
 	return value;
 }
 

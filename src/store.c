@@ -108,7 +108,8 @@ static SbStatement delete_stmt = {
 
 /*
  * Stamp a fresh record with a run.  A record is fresh when updated_at is at
- * or after $3, the caller's transaction start minus max_age (sb_cutoff).
+ * or after $3, the caller's transaction start minus max_age (sb_cutoff,
+ * in UTC).
  * The stamp never moves updated_at backwards: a record written by a
  * transaction that started after the caller's (and committed before the
  * caller took the key) keeps that later time.
@@ -145,7 +146,7 @@ copy_record(SbRecord *rec)
 	{
 		if (i >= desc->natts ||
 			strcmp(NameStr(TupleDescAttr(desc, i)->attname), record_column_names[i]) != 0)
-			elog(ERROR, "sandbox_store: column %d of a record result is not \"%s\"", i + 1,
+			elog(ERROR, "column %d of a record result is not \"%s\"", i + 1,
 				 record_column_names[i]);
 		rec->values[i] = SPI_getbinval(tuple, desc, i + 1, &rec->nulls[i]);
 	}
@@ -175,6 +176,24 @@ result_ctid(void)
 	Datum ctid = sb_spi_value(SPI_tuptable, 0, Natts_instances + 1, "ctid");
 
 	return *(ItemPointer) DatumGetPointer(ctid);
+}
+
+/*
+ * 40001: this REPEATABLE READ or SERIALIZABLE transaction's snapshot does
+ * not show the key's record as it is now, and acting on it would act
+ * beside a newer version.  (claims.c raises its own for a claim.)
+ */
+SB_NORETURN_BEFORE static void report_record_changed(const text *key) SB_NORETURN_AFTER;
+
+static void
+report_record_changed(const text *key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access to sandbox key \"%s\"", text_to_cstring(key)),
+			 errdetail("The key's record was changed by a transaction that committed after this "
+					   "transaction's snapshot was taken."),
+			 errhint("Retry the transaction, or run it at READ COMMITTED.")));
 }
 
 /*
@@ -208,13 +227,13 @@ lookup_current(Datum key)
 		newest_ctid = result_ctid();
 	seen = sb_spi_execute(&lookup_stmt, &key, NULL, false, InvalidSnapshot) > 0;
 	if (seen != newest)
-		sb_report_serialization((const text *) DatumGetPointer(key), "record");
+		report_record_changed((const text *) DatumGetPointer(key));
 	if (seen)
 	{
 		ItemPointerData seen_ctid = result_ctid();
 
 		if (!ItemPointerEquals(&seen_ctid, &newest_ctid))
-			sb_report_serialization((const text *) DatumGetPointer(key), "record");
+			report_record_changed((const text *) DatumGetPointer(key));
 	}
 	return seen;
 }

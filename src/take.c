@@ -3,16 +3,15 @@
  * take.c
  *	  Taking a key: how long a caller may wait, the key's lock taken within
  *	  that, the wait for a live claim (let go of the lock, sleep with
- *	  backoff, look again), "could not lock" (55P03), how long a lock taken
- *	  now would last (none while the transaction ends; until the statement
- *	  ends in autocommit), and the SQL functions that do nothing but take a
- *	  key: sandbox_lock, sandbox_try_lock, sandbox_claim, sandbox_renew and
- *	  sandbox_release.
+ *	  backoff, look again), "could not lock" (55P03), and how long a lock
+ *	  taken now would last (none while the transaction ends; until the
+ *	  statement ends in autocommit).  No SQL function of its own.
  *
  * Below it: locks.c (the advisory lock itself) and claims.c (the leases
- * table).  Above it: the callers that take a key and then decide
- * (ensure.c, store.c).  A caller that must look at the key under its lock
- * and wait when a claim holds it runs the loop itself:
+ * table).  Above it: the SQL functions that take a key and nothing else
+ * (keys.c), and the callers that take a key and then decide (ensure.c,
+ * store.c).  A caller that must look at the key under its lock and wait
+ * when a claim holds it runs the loop itself:
  *
  *	  for (int delay_ms = 1;; sb_back_off(key, wait, &blocker, &delay_ms))
  *	  {
@@ -27,9 +26,7 @@
 
 #include <limits.h>
 
-#include "access/htup_details.h"
 #include "access/xact.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/memnodes.h"
 #include "pgstat.h"
@@ -39,12 +36,6 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/wait_event.h"
-
-PG_FUNCTION_INFO_V1(sandbox_lock);
-PG_FUNCTION_INFO_V1(sandbox_try_lock);
-PG_FUNCTION_INFO_V1(sandbox_claim);
-PG_FUNCTION_INFO_V1(sandbox_renew);
-PG_FUNCTION_INFO_V1(sandbox_release);
 
 /* Longest sleep between two looks at a claim someone else holds. */
 #define SB_MAX_POLL_MS 50
@@ -106,39 +97,81 @@ ms_left(const SbWait *wait)
 	return usecs / 1000 >= INT_MAX ? INT_MAX : (int) ((usecs + 999) / 1000);
 }
 
-/* Which limit ended a wait, for the messages below. */
+/* lock_timeout's value, as SHOW writes it, for the messages below. */
 static char *
-wait_limit(const SbWait *wait)
+lock_timeout_text(void)
 {
-	if (wait->by_lock_timeout || wait->wait == NULL)
-		return psprintf("lock_timeout (%s)", GetConfigOptionByName("lock_timeout", NULL, false));
-	return psprintf("the wait (%s)", DatumGetCString(DirectFunctionCall1(
-										 interval_out, IntervalPGetDatum(wait->wait))));
+	return GetConfigOptionByName("lock_timeout", NULL, false);
+}
+
+/* The wait argument, as interval_out writes it, for the messages below. */
+static char *
+wait_text(const SbWait *wait)
+{
+	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(wait->wait)));
+}
+
+/* 55P03, when lock_timeout ended the wait (or the wait had no bound of its own). */
+SB_NORETURN_BEFORE static void report_past_lock_timeout(const text *key,
+														const SbClaim *claim) SB_NORETURN_AFTER;
+
+static void
+report_past_lock_timeout(const text *key, const SbClaim *claim)
+{
+	if (claim)
+		ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+						errdetail("The key is claimed (fence " INT64_FORMAT
+								  ") until %s, past lock_timeout (%s).",
+								  claim->fence, timestamptz_to_str(claim->lease_expires_at),
+								  lock_timeout_text()),
+						errhint("Retry later, or raise lock_timeout.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+			 errdetail("Another transaction holds the key's lock, and lock_timeout (%s) is over.",
+					   lock_timeout_text()),
+			 errhint("Retry later, or raise lock_timeout.")));
+}
+
+/* 55P03, when the wait argument ended the wait. */
+SB_NORETURN_BEFORE static void report_past_wait(const text *key, const SbWait *wait,
+												const SbClaim *claim) SB_NORETURN_AFTER;
+
+static void
+report_past_wait(const text *key, const SbWait *wait, const SbClaim *claim)
+{
+	if (claim)
+		ereport(
+			ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+			 errdetail("The key is claimed (fence " INT64_FORMAT ") until %s, past the wait (%s).",
+					   claim->fence, timestamptz_to_str(claim->lease_expires_at), wait_text(wait)),
+			 errhint("Retry later, or pass a longer wait.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
+			 errdetail("Another transaction holds the key's lock, and the wait (%s) is over.",
+					   wait_text(wait)),
+			 errhint("Retry later, or pass a longer wait.")));
 }
 
 /*
  * The key could not be taken within the wait: 55P03, saying which limit
- * (the wait argument or lock_timeout, whichever came first) ended it.
+ * (the wait argument or lock_timeout, whichever came first) ended it, and
+ * whether a claim (claim) or another transaction's lock (claim NULL) was
+ * in the way.
  */
-void
-sb_report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
-{
-	const char *hint = wait->by_lock_timeout || wait->wait == NULL
-						   ? "Retry later, or raise lock_timeout."
-						   : "Retry later, or pass a longer wait.";
+SB_NORETURN_BEFORE static void report_not_obtained(const text *key, const SbWait *wait,
+												   const SbClaim *claim) SB_NORETURN_AFTER;
 
-	if (claim)
-		ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
-						errdetail("The key is claimed (fence " INT64_FORMAT ") until %s, past %s.",
-								  claim->fence, timestamptz_to_str(claim->lease_expires_at),
-								  wait_limit(wait)),
-						errhint("%s", hint)));
-	ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					errmsg("could not lock sandbox key \"%s\"", text_to_cstring(key)),
-					errdetail("Another transaction holds the key's lock, and %s is over.",
-							  wait_limit(wait)),
-					errhint("%s", hint)));
+static void
+report_not_obtained(const text *key, const SbWait *wait, const SbClaim *claim)
+{
+	if (wait->by_lock_timeout || wait->wait == NULL)
+		report_past_lock_timeout(key, claim);
+	report_past_wait(key, wait, claim);
 }
 
 /*
@@ -167,7 +200,7 @@ sb_lock_key(const text *key, const SbWait *wait)
 	if (wait_ms == 0)
 	{
 		if (!sb_advisory_lock(key, true))
-			sb_report_not_obtained(key, wait, NULL);
+			report_not_obtained(key, wait, NULL);
 		return;
 	}
 
@@ -189,7 +222,7 @@ sb_lock_key(const text *key, const SbWait *wait)
 			PG_RE_THROW();
 		/* Our timeout fired: say so in the extension's words. */
 		FlushErrorState();
-		sb_report_not_obtained(key, wait, NULL);
+		report_not_obtained(key, wait, NULL);
 	}
 	PG_END_TRY();
 	AtEOXact_GUC(true, nest_level);
@@ -361,41 +394,6 @@ sb_lock_ends_with_statement(void)
 	return root == NULL || !any_portal(root, portal_running_procedure);
 }
 
-/* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */
-Datum
-sandbox_lock(PG_FUNCTION_ARGS)
-{
-	text *key = sb_required_text(fcinfo, 0, "key");
-	Interval *wait_arg = sb_optional_interval(fcinfo, 1, "wait");
-	SbWait wait = sb_wait_from(wait_arg);
-
-	sb_check_lock_scope("sandbox_lock");
-	sb_spi_connect();
-	sb_acquire_key(key, &wait);
-	sb_spi_finish();
-	PG_RETURN_VOID();
-}
-
-/* sandbox_try_lock(key text) RETURNS boolean */
-Datum
-sandbox_try_lock(PG_FUNCTION_ARGS)
-{
-	text *key = sb_required_text(fcinfo, 0, "key");
-	SbClaim claim;
-
-	bool free;
-
-	sb_check_lock_scope("sandbox_try_lock");
-	if (!sb_advisory_lock(key, true))
-		PG_RETURN_BOOL(false);
-	sb_spi_connect();
-	free = sb_key_free(key, &claim);
-	sb_spi_finish();
-	if (!free)
-		sb_unlock_key(key);
-	PG_RETURN_BOOL(free);
-}
-
 /*
  * A live claim (*blocker) holds the key: let go of the key's lock, raise
  * 55P03 if the wait is over, else sleep until the claim may have ended
@@ -407,7 +405,7 @@ sb_back_off(const text *key, const SbWait *wait, const SbClaim *blocker, int *de
 {
 	sb_unlock_key(key);
 	if (wait->bounded && GetCurrentTimestamp() >= wait->deadline)
-		sb_report_not_obtained(key, wait, blocker);
+		report_not_obtained(key, wait, blocker);
 	sb_sleep_until(wait, delay_ms, blocker->lease_expires_at);
 }
 
@@ -423,92 +421,4 @@ sb_acquire_key(const text *key, const SbWait *wait)
 		if (!sb_claims_enabled() || sb_key_free(key, &blocker))
 			return;
 	}
-}
-
-/*
- * sandbox_claim(key, lease, wait DEFAULT NULL)
- *	  RETURNS TABLE(fence, owner_token, lease_expires_at)
- *
- * A claim on the key and nothing else: lease mode's lock for any critical
- * section (a LockStore.withLock), without sandbox_ensure's decision about a
- * record.  Waits like sandbox_ensure for the key's lock and for a live
- * claim.  Returns exactly one row.
- */
-Datum
-sandbox_claim(PG_FUNCTION_ARGS)
-{
-	text *key = sb_required_text(fcinfo, 0, "key");
-	Interval *lease = sb_positive_interval(fcinfo, 1, "lease", true);
-	SbWait wait = sb_wait_from(sb_optional_interval(fcinfo, 2, "wait"));
-	TupleDesc desc;
-	Datum values[3];
-	bool nulls[3] = {false, false, false};
-	SbClaim claim;
-	SbClaim blocker;
-
-	desc = sb_result_desc(fcinfo, "sandbox_claim", 3, 3);
-
-	sb_spi_connect();
-	for (int delay_ms = 1;; sb_back_off(key, &wait, &blocker, &delay_ms))
-	{
-		sb_lock_key(key, &wait);
-		if (sb_claim_state(key, &blocker) != CLAIM_LIVE && sb_take_claim(key, lease, &claim))
-			break;
-	}
-	sb_spi_finish();
-
-	values[0] = Int64GetDatum(claim.fence);
-	values[1] = UUIDPGetDatum(&claim.owner_token);
-	values[2] = TimestampTzGetDatum(claim.lease_expires_at);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
-}
-
-/*
- * sandbox_renew(key, owner_token, lease) RETURNS timestamptz
- *
- * Extends the claim of owner_token to now + lease (by the server's clock)
- * and returns the new expiry.  A claim that expired but was not taken over
- * can still be renewed; one that was taken over raises SB001.
- */
-Datum
-sandbox_renew(PG_FUNCTION_ARGS)
-{
-	TimestampTz expires = 0;
-	text *key = sb_required_text(fcinfo, 0, "key");
-	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
-	Interval *lease = sb_positive_interval(fcinfo, 2, "lease", true);
-	SbWait wait = sb_wait_from(NULL);
-
-	bool renewed;
-
-	sb_spi_connect();
-	sb_lock_key(key, &wait);
-	renewed = sb_renew_claim(key, token, lease, &expires);
-	sb_spi_finish();
-	if (!renewed)
-		sb_report_claim_lost(key, SB_LOST_TOKEN, 0, 0);
-	PG_RETURN_TIMESTAMPTZ(expires);
-}
-
-/*
- * sandbox_release(key, owner_token) RETURNS boolean
- *
- * Ends the claim of owner_token: true if it held the key's claim (live or
- * expired but not taken over), false otherwise.  A stale token never ends
- * its successor's claim.
- */
-Datum
-sandbox_release(PG_FUNCTION_ARGS)
-{
-	text *key = sb_required_text(fcinfo, 0, "key");
-	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
-	SbWait wait = sb_wait_from(NULL);
-
-	bool released;
-
-	sb_spi_connect();
-	sb_lock_key(key, &wait);
-	released = sb_release_claim(key, token);
-	sb_spi_finish();
-	PG_RETURN_BOOL(released);
 }

@@ -1,25 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * validate.c
- *	  Argument validation for every SQL-callable function of sandbox_store,
- *	  and the one error raised from more than one file (40001).
+ *	  Argument validation for every SQL-callable function of sandbox_store.
  *
  * Each checker reads one argument, raises the SQLSTATE that the error
- * table of docs/reference.md names (22004 for a missing required value, 22023 for an empty or
- * otherwise bad value, 22001 for text over SB_MAX_TEXT_BYTES) with a message
- * naming the argument, and returns the value.  All checks run before a
- * function takes a lock or touches the table, so a rejected call changes
- * nothing.
+ * table of docs/reference.md names (22004 for a missing required value,
+ * 22023 for an empty or otherwise bad value, 22001 for text over
+ * SB_MAX_TEXT_BYTES) with a message naming the argument, and returns the
+ * value.  All checks run before a function takes a lock or touches the
+ * table, so a rejected call changes nothing.  The time arithmetic the
+ * callers do with the values is clock.c's.
  *
  *-------------------------------------------------------------------------
  */
 #include "sandbox_store.h"
 
-#include <math.h>
-
 #include "access/detoast.h"
 #include "fmgr.h"
-#include "access/xact.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 
@@ -67,27 +64,39 @@ sb_optional_text(FunctionCallInfo fcinfo, int argno, const char *argname)
 	return PG_GETARG_TEXT_PP(argno);
 }
 
+/* The value given, as interval_out writes it, for the details below. */
+static char *
+interval_text(const Interval *value)
+{
+	return DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(value)));
+}
+
 static void
-report_interval(const char *argname, const char *what, const Interval *value)
+report_not_positive(const char *argname, const Interval *value)
 {
 	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must %s", argname, what),
-			 errdetail("The value given is %s.", DatumGetCString(DirectFunctionCall1(
-													 interval_out, IntervalPGetDatum(value))))));
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be positive", argname),
+			 errdetail("The value given is %s.", interval_text(value))));
+}
+
+static void
+report_negative(const char *argname, const Interval *value)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must not be negative", argname),
+			 errdetail("The value given is %s.", interval_text(value))));
 }
 
 static void
 report_mixed_interval(const char *argname, const Interval *value)
 {
-	ereport(
-		ERROR,
-		(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-		 errmsg("%s must not mix negative and positive parts", argname),
-		 errdetail(
-			 "The value given is %s.  Its months, days and time last differently on different dates, so its sign depends on the date.",
-			 DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(value))))),
-		errhint(
-			"Write it with parts of one sign, such as '36 hours' instead of '2 days -12 hours'."));
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					errmsg("%s must not mix negative and positive parts", argname),
+					errdetail("The value given is %s.  Its months, days and time last differently "
+							  "on different dates, so its sign depends on the date.",
+							  interval_text(value)),
+					errhint("Write it with parts of one sign, such as '36 hours' instead of "
+							"'2 days -12 hours'.")));
 }
 
 /*
@@ -106,10 +115,12 @@ check_interval_sign(const Interval *value, const char *argname, bool positive)
 
 	if (some_negative && some_positive)
 		report_mixed_interval(argname, value);
+	if (some_negative && positive)
+		report_not_positive(argname, value);
 	if (some_negative)
-		report_interval(argname, positive ? "be positive" : "not be negative", value);
+		report_negative(argname, value);
 	if (positive && !some_positive)
-		report_interval(argname, "be positive", value);
+		report_not_positive(argname, value);
 }
 
 /* An interval argument that may be NULL; when present, not negative. */
@@ -162,10 +173,8 @@ sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname, bo
 	}
 	value = PG_GETARG_INTERVAL_P(argno);
 	check_interval_sign(value, argname, true);
-	/* now + value must stay a timestamp (an upper bound of the span: 31-day months). */
-	if (fabs((double) value->month) * 31 * USECS_PER_DAY +
-			fabs((double) value->day) * USECS_PER_DAY + fabs((double) value->time) >=
-		(double) END_TIMESTAMP - (double) GetCurrentTimestamp())
+	/* now + value must stay a timestamp. */
+	if (sb_interval_reach(value) >= (double) END_TIMESTAMP - (double) GetCurrentTimestamp())
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s is too long", argname),
 						errdetail("now() + %s would be past the latest timestamp PostgreSQL has.",
 								  argname)));
@@ -217,36 +226,6 @@ sb_required_fence(FunctionCallInfo fcinfo, int argno)
 	return fence;
 }
 
-/*
- * now() - age, for "older than age" tests, without the "timestamp out of
- * range" error of SQL arithmetic: an age reaching past the oldest timestamp
- * PostgreSQL has gives -infinity (nothing is that old).  age is not
- * negative.  The arithmetic is done in UTC, whatever the session's
- * TimeZone: the same microseconds are taken as a timestamp without time
- * zone (which is UTC), so a day is 24 hours and a month a calendar month in
- * UTC.  timestamptz arithmetic would count days and months in the session's
- * zone, and two app servers in different zones would decide differently
- * across a daylight-saving change.
- */
-TimestampTz
-sb_cutoff(const Interval *age)
-{
-	TimestampTz start = GetCurrentTransactionStartTimestamp();
-	/* An upper bound of the span: months of 31 days. */
-	double span = fabs((double) age->month) * 31 * USECS_PER_DAY +
-				  fabs((double) age->day) * USECS_PER_DAY + fabs((double) age->time);
-
-	if (span >= (double) start - (double) MIN_TIMESTAMP)
-	{
-		TimestampTz none;
-
-		TIMESTAMP_NOBEGIN(none);
-		return none;
-	}
-	return DatumGetTimestamp(DirectFunctionCall2(timestamp_mi_interval, TimestampGetDatum(start),
-												 IntervalPGetDatum(age)));
-}
-
 /* An interval argument that must be present; otherwise as sb_optional_interval. */
 Interval *
 sb_required_interval(FunctionCallInfo fcinfo, int argno, const char *argname)
@@ -270,21 +249,4 @@ sb_positive_int32(FunctionCallInfo fcinfo, int argno, const char *argname)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be positive", argname),
 				 errdetail("The value given is %d.", value)));
 	return value;
-}
-
-/*
- * 40001, raised by more than one file: this REPEATABLE READ or SERIALIZABLE
- * transaction's snapshot does not show the key's what ("record", "claim")
- * as it is now, and acting on it would act beside a newer version.
- */
-void
-sb_report_serialization(const text *key, const char *what)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("could not serialize access to sandbox key \"%s\"", text_to_cstring(key)),
-			 errdetail("The key's %s was changed by a transaction that committed after this "
-					   "transaction's snapshot was taken.",
-					   what),
-			 errhint("Retry the transaction, or run it at READ COMMITTED.")));
 }

@@ -1,0 +1,148 @@
+/*-------------------------------------------------------------------------
+ *
+ * keys.c
+ *	  The SQL functions that take a key and do nothing else, in lock mode
+ *	  (sandbox_lock, sandbox_try_lock) and in lease mode (sandbox_claim,
+ *	  sandbox_renew, sandbox_release).
+ *
+ * Each checks its arguments (validate.c), takes the key as take.c says
+ * (waiting for its lock and for a live claim, or not at all), and reads or
+ * writes the key's claim in claims.c.  Nothing here waits, sleeps or
+ * reports 55P03 itself: that is take.c's, below.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sandbox_store.h"
+
+#include "access/htup_details.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+PG_FUNCTION_INFO_V1(sandbox_lock);
+PG_FUNCTION_INFO_V1(sandbox_try_lock);
+PG_FUNCTION_INFO_V1(sandbox_claim);
+PG_FUNCTION_INFO_V1(sandbox_renew);
+PG_FUNCTION_INFO_V1(sandbox_release);
+
+/* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */
+Datum
+sandbox_lock(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	Interval *wait_arg = sb_optional_interval(fcinfo, 1, "wait");
+	SbWait wait = sb_wait_from(wait_arg);
+
+	sb_check_lock_scope("sandbox_lock");
+	sb_spi_connect();
+	sb_acquire_key(key, &wait);
+	sb_spi_finish();
+	PG_RETURN_VOID();
+}
+
+/* sandbox_try_lock(key text) RETURNS boolean */
+Datum
+sandbox_try_lock(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	SbClaim claim;
+
+	bool free;
+
+	sb_check_lock_scope("sandbox_try_lock");
+	if (!sb_advisory_lock(key, true))
+		PG_RETURN_BOOL(false);
+	sb_spi_connect();
+	free = sb_key_free(key, &claim);
+	sb_spi_finish();
+	if (!free)
+		sb_unlock_key(key);
+	PG_RETURN_BOOL(free);
+}
+
+/*
+ * sandbox_claim(key, lease, wait DEFAULT NULL)
+ *	  RETURNS TABLE(fence, owner_token, lease_expires_at)
+ *
+ * A claim on the key and nothing else: lease mode's lock for any critical
+ * section (a LockStore.withLock), without sandbox_ensure's decision about a
+ * record.  Waits like sandbox_ensure for the key's lock and for a live
+ * claim.  Returns exactly one row.
+ */
+Datum
+sandbox_claim(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	Interval *lease = sb_positive_interval(fcinfo, 1, "lease", true);
+	SbWait wait = sb_wait_from(sb_optional_interval(fcinfo, 2, "wait"));
+	TupleDesc desc;
+	Datum values[3];
+	bool nulls[3] = {false, false, false};
+	SbClaim claim;
+	SbClaim blocker;
+
+	desc = sb_result_desc(fcinfo, "sandbox_claim", 3, 3);
+
+	sb_spi_connect();
+	for (int delay_ms = 1;; sb_back_off(key, &wait, &blocker, &delay_ms))
+	{
+		sb_lock_key(key, &wait);
+		if (sb_claim_state(key, &blocker) != CLAIM_LIVE && sb_take_claim(key, lease, &claim))
+			break;
+	}
+	sb_spi_finish();
+
+	values[0] = Int64GetDatum(claim.fence);
+	values[1] = UUIDPGetDatum(&claim.owner_token);
+	values[2] = TimestampTzGetDatum(claim.lease_expires_at);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
+
+/*
+ * sandbox_renew(key, owner_token, lease) RETURNS timestamptz
+ *
+ * Extends the claim of owner_token to now + lease (by the server's clock)
+ * and returns the new expiry.  A claim that expired but was not taken over
+ * can still be renewed; one that was taken over raises SB001.
+ */
+Datum
+sandbox_renew(PG_FUNCTION_ARGS)
+{
+	TimestampTz expires = 0;
+	text *key = sb_required_text(fcinfo, 0, "key");
+	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
+	Interval *lease = sb_positive_interval(fcinfo, 2, "lease", true);
+	SbWait wait = sb_wait_from(NULL);
+
+	bool renewed;
+
+	sb_spi_connect();
+	sb_lock_key(key, &wait);
+	renewed = sb_renew_claim(key, token, lease, &expires);
+	sb_spi_finish();
+	if (!renewed)
+		sb_report_claim_lost(key, SB_LOST_TOKEN, 0, 0);
+	PG_RETURN_TIMESTAMPTZ(expires);
+}
+
+/*
+ * sandbox_release(key, owner_token) RETURNS boolean
+ *
+ * Ends the claim of owner_token: true if it held the key's claim (live or
+ * expired but not taken over), false otherwise.  A stale token never ends
+ * its successor's claim.
+ */
+Datum
+sandbox_release(PG_FUNCTION_ARGS)
+{
+	text *key = sb_required_text(fcinfo, 0, "key");
+	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
+	SbWait wait = sb_wait_from(NULL);
+
+	bool released;
+
+	sb_spi_connect();
+	sb_lock_key(key, &wait);
+	released = sb_release_claim(key, token);
+	sb_spi_finish();
+	PG_RETURN_BOOL(released);
+}
