@@ -14,6 +14,29 @@
 -- scripts pass (in_extension), and so does distribute()'s retype of
 -- instances.key to text, which the check allows.
 
+-- The key locks of this database, as pg_locks shows them, so that tests,
+-- monitoring queries and operators never spell out the lock-tag class
+-- (objsubid 21314): who holds (granted) and who waits for each key's lock.
+-- lock_id is sandbox_lock_id(key) of the key.  pg_locks shows every
+-- database's locks; this view, this database's keys only.
+CREATE VIEW sandbox_store.key_locks AS
+SELECT l.pid,
+       l.granted,
+       (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
+         OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS lock_id,
+       l.mode,
+       l.virtualtransaction,
+       l.waitstart
+  FROM pg_catalog.pg_locks l
+ WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
+   AND l.objsubid OPERATOR(pg_catalog.=) 21314
+   AND l.database OPERATOR(pg_catalog.=)
+       (SELECT d.oid FROM pg_catalog.pg_database d
+         WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+COMMENT ON VIEW sandbox_store.key_locks IS
+'Key locks of this database: the backend (pid; NULL for a prepared transaction), whether it holds (granted) or waits, and the key''s lock id (sandbox_lock_id(key)).';
+REVOKE ALL ON TABLE sandbox_store.key_locks FROM PUBLIC;
+
 -- What differs in the extension's relations from what its scripts made:
 -- one line per difference, none when they are as made.  Members are found
 -- through pg_depend, never by name alone.  Constraints, indexes, defaults,
@@ -41,7 +64,8 @@ WITH ext AS (
     VALUES ('instances'::pg_catalog.name, 'r'::pg_catalog."char"),
            ('leases', 'r'),
            ('fence_seq', 'S'),
-           ('claims', 'v')
+           ('claims', 'v'),
+           ('key_locks', 'v')
 ), columns (relname, attname, types, not_null, collated) AS (
     VALUES
     ('instances'::pg_catalog.name, 'key'::pg_catalog.name,
@@ -60,7 +84,13 @@ WITH ext AS (
     ('claims', 'key', ARRAY['pg_catalog.text']::pg_catalog.regtype[], false, true),
     ('claims', 'fence', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], false, false),
     ('claims', 'owner_token', ARRAY['pg_catalog.uuid']::pg_catalog.regtype[], false, false),
-    ('claims', 'lease_expires_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false)
+    ('claims', 'lease_expires_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'pid', ARRAY['pg_catalog.int4']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'granted', ARRAY['pg_catalog.bool']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'lock_id', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'mode', ARRAY['pg_catalog.text']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'virtualtransaction', ARRAY['pg_catalog.text']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'waitstart', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false)
 ), found AS (
     SELECT r.relname, r.relkind, m.oid
       FROM relations r
@@ -120,7 +150,7 @@ SELECT pg_catalog.format(CASE WHEN c.not_null THEN 'column %I of sandbox_store.%
                          c.attname, c.relname)
   FROM columns c
   JOIN actual a ON a.relname OPERATOR(pg_catalog.=) c.relname AND a.attname OPERATOR(pg_catalog.=) c.attname
- WHERE c.relname OPERATOR(pg_catalog.<>) 'claims'
+ WHERE c.relname OPERATOR(pg_catalog.<>) ALL (ARRAY['claims', 'key_locks']::pg_catalog.name[])
    AND a.attnotnull OPERATOR(pg_catalog.<>) c.not_null
 $$;
 
@@ -196,26 +226,3 @@ COMMENT ON EVENT TRIGGER sandbox_store_guard IS
 'Refuses changes to the relations of sandbox_store that pg_dump cannot carry (a restore would lose every record).';
 
 REVOKE ALL ON FUNCTION sandbox_store.unsupported_changes(), sandbox_store.guard() FROM PUBLIC;
-
--- The key locks of this database, as pg_locks shows them, so that tests,
--- monitoring queries and operators never spell out the lock-tag class
--- (objsubid 21314): who holds (granted) and who waits for each key's lock.
--- lock_id is sandbox_lock_id(key) of the key.  pg_locks shows every
--- database's locks; this view, this database's keys only.
-CREATE VIEW sandbox_store.key_locks AS
-SELECT l.pid,
-       l.granted,
-       (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
-         OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS lock_id,
-       l.mode,
-       l.virtualtransaction,
-       l.waitstart
-  FROM pg_catalog.pg_locks l
- WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
-   AND l.objsubid OPERATOR(pg_catalog.=) 21314
-   AND l.database OPERATOR(pg_catalog.=)
-       (SELECT d.oid FROM pg_catalog.pg_database d
-         WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
-COMMENT ON VIEW sandbox_store.key_locks IS
-'Key locks of this database: the backend (pid; NULL for a prepared transaction), whether it holds (granted) or waits, and the key''s lock id (sandbox_lock_id(key)).';
-REVOKE ALL ON TABLE sandbox_store.key_locks FROM PUBLIC;

@@ -428,7 +428,8 @@ WITH ext AS (
     VALUES ('instances'::pg_catalog.name, 'r'::pg_catalog."char"),
            ('leases', 'r'),
            ('fence_seq', 'S'),
-           ('claims', 'v')
+           ('claims', 'v'),
+           ('key_locks', 'v')
 ), columns (relname, attname, types, not_null, collated) AS (
     VALUES
     ('instances'::pg_catalog.name, 'key'::pg_catalog.name,
@@ -447,7 +448,13 @@ WITH ext AS (
     ('claims', 'key', ARRAY['pg_catalog.text']::pg_catalog.regtype[], false, true),
     ('claims', 'fence', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], false, false),
     ('claims', 'owner_token', ARRAY['pg_catalog.uuid']::pg_catalog.regtype[], false, false),
-    ('claims', 'lease_expires_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false)
+    ('claims', 'lease_expires_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'pid', ARRAY['pg_catalog.int4']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'granted', ARRAY['pg_catalog.bool']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'lock_id', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'mode', ARRAY['pg_catalog.text']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'virtualtransaction', ARRAY['pg_catalog.text']::pg_catalog.regtype[], false, false),
+    ('key_locks', 'waitstart', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false)
 ), found AS (
     SELECT r.relname, r.relkind, m.oid
       FROM relations r
@@ -507,7 +514,7 @@ SELECT pg_catalog.format(CASE WHEN c.not_null THEN 'column %I of sandbox_store.%
                          c.attname, c.relname)
   FROM columns c
   JOIN actual a ON a.relname OPERATOR(pg_catalog.=) c.relname AND a.attname OPERATOR(pg_catalog.=) c.attname
- WHERE c.relname OPERATOR(pg_catalog.<>) 'claims'
+ WHERE c.relname OPERATOR(pg_catalog.<>) ALL (ARRAY['claims', 'key_locks']::pg_catalog.name[])
    AND a.attnotnull OPERATOR(pg_catalog.<>) c.not_null
 $$;
 
