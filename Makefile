@@ -5,17 +5,16 @@
 EXTENSION = sandbox_store
 MODULE_big = sandbox_store
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA = $(wildcard sql/$(EXTENSION)--*.sql)
+DATA = $(wildcard src/sql/$(EXTENSION)--*.sql)
 PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers \
 	$(if $(filter 1,$(WERROR)),-Werror)
 
-# pg_regress: test/sql/NAME.sql against test/expected/NAME.out; isolation:
+# pg_regress: sql/NAME.sql against expected/NAME.out; isolation:
 # test/specs/NAME.spec against test/expected/NAME.out; Perl TAP: test/t/*.pl.
-REGRESS = $(sort $(basename $(notdir $(wildcard test/sql/*.sql))))
-REGRESS_OPTS = --inputdir=test
+REGRESS = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
 ISOLATION = $(sort $(basename $(notdir $(wildcard test/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test
 TAP_TESTS = 1

@@ -1,0 +1,36 @@
+\set ECHO none
+-- sql/include/fresh.sql: what every regression test starts from, run
+-- by its first line (\i sql/include/fresh.sql; pg_regress runs psql in
+-- the top directory).  Not echoed, so a test's output shows only its own
+-- statements.
+--
+--   * a fresh extension at the default version (tests that need another
+--     state make it themselves), so no test depends on the ones before it;
+--   * pg_temp.err(q): run q, return 'ok' or 'SQLSTATE: message';
+--   * pg_temp.my_sb_locks: this backend's locks of the extension (mode,
+--     granted, lock id), and pg_temp.sb_lock_count(): every backend's.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS sandbox_store CASCADE;
+CREATE EXTENSION sandbox_store;
+RESET client_min_messages;
+
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- (Through functions, whose bodies record no dependency: a test may drop
+-- the extension.)
+CREATE FUNCTION pg_temp.my_sb_locks() RETURNS TABLE (mode text, granted bool, lock_id int8)
+LANGUAGE sql AS $$
+  SELECT mode, granted, lock_id FROM sandbox_store.key_locks WHERE pid = pg_backend_pid()
+$$;
+CREATE TEMP VIEW my_sb_locks AS SELECT * FROM pg_temp.my_sb_locks();
+
+CREATE FUNCTION pg_temp.sb_lock_count() RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM sandbox_store.key_locks
+$$;
+\set ECHO all
