@@ -34,7 +34,7 @@ use Time::HiRes qw(usleep);
 our @EXPORT =
   qw(lit $EXT_LOCKS $RECORDS_QUERY $LEASES_QUERY sqlstate_of kill9_and_start kill9 start_after_kill9);
 
-# The extension's advisory locks use their own lock-tag class (objsubid).
+# The key locks of the extension (the view sandbox_store.key_locks).
 our $EXT_LOCKS = q{SELECT count(*) FROM sandbox_store.key_locks};
 
 {
