@@ -1,6 +1,9 @@
 --
--- security: an app role needs USAGE on the schema and EXECUTE on the
--- functions, and gets nothing on the table; a hostile search_path is never used.
+-- security: what roles can and cannot do through the functions.  An app
+-- role needs USAGE on the schema and EXECUTE on the functions and gets
+-- nothing on the tables; a hostile search_path is never used, by the calls
+-- (even when they first run under it) nor by the install script.  The
+-- privileges themselves, as catalog facts, are in pgTAP 03_privileges.sql.
 --
 \i sql/include/fresh.sql
 \pset null '<null>'
@@ -26,8 +29,11 @@ SELECT key FROM sandbox_store.sandbox_list('thread-sec');
 BEGIN;
 SELECT sandbox_store.sandbox_lock('sec-1'), sandbox_store.sandbox_try_lock('sec-2');
 SELECT sandbox_store.sandbox_lock_id('sec-1') IS NOT NULL AS has_id;
+SELECT sandbox_store.sandbox_lock_holder('sec-1') = pg_backend_pid() AS holder_is_me;
 COMMIT;
 SELECT sandbox_store.sandbox_delete('sec-1');
+-- The calls leave the caller's identity as it was.
+SELECT current_user;
 -- 1.1: lease mode, renew, release, fenced writes, reap and lock_holder, with
 -- the same two grants.  (Tokens and fences are random or moving: kept in
 -- psql variables, never printed.)
@@ -77,6 +83,10 @@ SELECT pg_temp.err($$UPDATE sandbox_store.claims SET lease_expires_at = now()$$)
 SELECT pg_temp.err($$DELETE FROM sandbox_store.claims$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
 SELECT sandbox_store.sandbox_release('sec-l', :'sec_token');
+-- 1.3: a write that ends the claim, with the same two grants.
+SELECT fence AS sec_fence_u FROM sandbox_store.sandbox_claim('sec-u', '1 minute') \gset
+SELECT key, provider_sandbox_id
+  FROM sandbox_store.sandbox_upsert_release('sec-u', :sec_fence_u, 'p', 'sbx-u', 'thread-sec');
 SELECT count(*) AS live_claims FROM sandbox_store.claims;
 RESET ROLE;
 REVOKE SELECT ON sandbox_store.claims FROM regress_sb_app;
@@ -93,17 +103,23 @@ SELECT sandbox_store.sandbox_release('sec-l', :'sec_token2');
 RESET ROLE;
 SELECT last_value = :sec_fence2 AS drawn_from_the_sequence FROM sandbox_store.fence_seq;
 
--- A role without grants can call nothing.
+-- A role without grants can call nothing, nor reach the relations.
 SET ROLE regress_sb_nobody;
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_upsert('sec-1', 'p', 's', 't')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_get('sec-1')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_delete('sec-1')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_list('t')$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('sec-1', 'r')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock('sec-1')$$);
-SELECT pg_temp.err($$SELECT * FROM sandbox_store.instances$$);
-SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_ensure('sec-1', 'r', lease => '1 minute')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_try_lock('sec-1')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_id('sec-1')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_renew('sec-1', gen_random_uuid(), '1 minute')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_release('sec-1', gen_random_uuid())$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_reap('1 day')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_holder('sec-1')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('sec-1', '1 minute')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_upsert_release('sec-1', 1, 'p', 's', 't')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.instances$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.claims$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
 SELECT pg_temp.err($$SELECT nextval('sandbox_store.fence_seq')$$);
@@ -122,67 +138,105 @@ SELECT pg_temp.err($$SELECT sandbox_store.sandbox_renew('sec-1', gen_random_uuid
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_release('sec-1', gen_random_uuid())$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_reap('1 day')$$);
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_lock_holder('sec-1')$$);
+SELECT pg_temp.err($$SELECT * FROM sandbox_store.sandbox_claim('sec-1', '1 minute')$$);
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_upsert_release('sec-1', 1, 'p', 's', 't')$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.claims$$);
 SELECT pg_temp.err($$SELECT * FROM sandbox_store.leases$$);
 SELECT pg_temp.err($$SELECT nextval('sandbox_store.fence_seq')$$);
 RESET ROLE;
 SELECT count(*) FROM sandbox_store.instances WHERE key = 'sec-1';
 
--- A hostile search_path: objects named like those the extension uses, in a
--- schema searched before pg_catalog.
+-- A hostile search_path: look-alikes of every function and operator the
+-- extension uses, in a schema searched before pg_catalog, and tables named
+-- instances and leases there and in pg_temp (searched first for relations).
+-- Every look-alike logs its calls to evil.calls.  A new backend, so that the
+-- extension's statements are first prepared under that path.
+\c -
+SET timezone = 'UTC';
 CREATE SCHEMA evil;
+CREATE TABLE evil.calls (fn text NOT NULL);
 CREATE TABLE evil.instances (key text, provider text, provider_sandbox_id text,
   latest_snapshot_id text, thread_id text, latest_run_id text, updated_at timestamptz);
-CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE sql
-  AS $$ SELECT '2000-01-01 00:00:00+00'::timestamptz $$;
-CREATE FUNCTION evil.octet_length(text) RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;
-CREATE FUNCTION evil.hashtext(text) RETURNS int LANGUAGE sql AS $$ SELECT 42 $$;
-CREATE FUNCTION evil.texteq_always(text, text) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
-CREATE OPERATOR evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.texteq_always);
-CREATE FUNCTION evil.tsge_always(timestamptz, timestamptz) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
-CREATE OPERATOR evil.>= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tsge_always);
--- 1.1: look-alikes of what claims and the reaper use.
-CREATE FUNCTION evil.clock_timestamp() RETURNS timestamptz LANGUAGE sql
-  AS $$ SELECT '2000-01-01 00:00:00+00'::timestamptz $$;
-CREATE FUNCTION evil.gen_random_uuid() RETURNS uuid LANGUAGE sql
-  AS $$ SELECT '00000000-0000-0000-0000-000000000000'::uuid $$;
-CREATE FUNCTION evil.nextval(regclass) RETURNS bigint LANGUAGE sql AS $$ SELECT 424242::bigint $$;
-CREATE FUNCTION evil.tscmp_always(timestamptz, timestamptz) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$;
-CREATE OPERATOR evil.> (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tscmp_always);
-CREATE OPERATOR evil.< (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tscmp_always);
-CREATE OPERATOR evil.<= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.tscmp_always);
-CREATE FUNCTION evil.tspl(timestamptz, interval) RETURNS timestamptz LANGUAGE sql
-  AS $$ SELECT '2000-01-01 00:00:00+00'::timestamptz $$;
-CREATE OPERATOR evil.+ (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = evil.tspl);
-CREATE OPERATOR evil.- (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = evil.tspl);
+CREATE TABLE evil.leases (key text, fence bigint, owner_token uuid, lease_expires_at timestamptz);
+CREATE TEMP TABLE instances (LIKE evil.instances);
+CREATE TEMP TABLE leases (LIKE evil.leases);
+CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('now()'); RETURN '2000-01-01 00:00:00+00'; END $$;
+CREATE FUNCTION evil.clock_timestamp() RETURNS timestamptz LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('clock_timestamp()'); RETURN '2000-01-01 00:00:00+00'; END $$;
+CREATE FUNCTION evil.gen_random_uuid() RETURNS uuid LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('gen_random_uuid()'); RETURN '00000000-0000-0000-0000-000000000000'; END $$;
+CREATE FUNCTION evil.nextval(regclass) RETURNS bigint LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('nextval(regclass)'); RETURN 424242; END $$;
+CREATE FUNCTION evil.hashtext(text) RETURNS int LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('hashtext(text)'); RETURN 42; END $$;
+CREATE FUNCTION evil.octet_length(text) RETURNS int LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('octet_length(text)'); RETURN 1; END $$;
+CREATE FUNCTION evil.text_eq(text, text) RETURNS boolean LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('=(text,text)'); RETURN true; END $$;
+CREATE OPERATOR evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.text_eq);
+CREATE FUNCTION evil.ts_cmp(timestamptz, timestamptz) RETURNS boolean LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('comparison(timestamptz,timestamptz)'); RETURN true; END $$;
+CREATE OPERATOR evil.< (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.ts_cmp);
+CREATE OPERATOR evil.<= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.ts_cmp);
+CREATE OPERATOR evil.> (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.ts_cmp);
+CREATE OPERATOR evil.>= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = evil.ts_cmp);
+CREATE FUNCTION evil.ts_arith(timestamptz, interval) RETURNS timestamptz LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO evil.calls VALUES ('arithmetic(timestamptz,interval)'); RETURN '2000-01-01 00:00:00+00'; END $$;
+CREATE OPERATOR evil.+ (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = evil.ts_arith);
+CREATE OPERATOR evil.- (LEFTARG = timestamptz, RIGHTARG = interval, FUNCTION = evil.ts_arith);
 GRANT USAGE ON SCHEMA evil TO regress_sb_app;
 GRANT ALL ON ALL TABLES IN SCHEMA evil TO regress_sb_app;
 
 SET ROLE regress_sb_app;
 SET search_path = evil, pg_catalog, public;
--- the hostile objects are what an unqualified name would find:
-SELECT now() = '2000-01-01 00:00:00+00' AS evil_now, 'a' = 'b' AS evil_eq,
-       clock_timestamp() = '2000-01-01 00:00:00+00' AS evil_clock,
-       gen_random_uuid() = '00000000-0000-0000-0000-000000000000' AS evil_uuid,
-       nextval('sandbox_store.fence_seq') = 424242 AS evil_nextval,
-       pg_catalog.now() < '1999-01-01'::timestamptz AS evil_lt;
+-- The traps are armed: an unqualified name finds the look-alike (thirteen
+-- calls logged), and instances and leases are the temporary tables.
+SELECT now() = '2000-01-01 00:00:00+00' AS "now", clock_timestamp() = '2000-01-01 00:00:00+00' AS "clock",
+       gen_random_uuid() = '00000000-0000-0000-0000-000000000000' AS "uuid",
+       nextval('sandbox_store.fence_seq') = 424242 AS "nextval", hashtext('x') = 42 AS "hashtext",
+       octet_length('abcd') = 1 AS "octet_length", 'a' = 'b' AS "=";
+SELECT '2001-01-01'::timestamptz < '2000-01-01'::timestamptz AS "<",
+       '2001-01-01'::timestamptz <= '2000-01-01'::timestamptz AS "<=",
+       '2000-01-01'::timestamptz > '2001-01-01'::timestamptz AS ">",
+       '2000-01-01'::timestamptz >= '2001-01-01'::timestamptz AS ">=",
+       '2001-01-01'::timestamptz + interval '1 day' = '2000-01-01' AS "+",
+       '2001-01-01'::timestamptz - interval '1 day' = '2000-01-01' AS "-";
+SELECT count(*) AS trap_calls FROM evil.calls;
+DELETE FROM evil.calls;
+SELECT c.relname, c.relnamespace = pg_my_temp_schema() AS in_pg_temp
+  FROM pg_class c WHERE c.oid IN ('instances'::regclass, 'leases'::regclass) ORDER BY 1;
+-- The calls.  upsert's updated_at default is the real now().
 SELECT key FROM sandbox_store.sandbox_upsert('hostile-a', 'p', 'sbx-a', 'thread-h',
                                     updated_at => pg_catalog.now() OPERATOR(pg_catalog.-) interval '2 hours');
-SELECT key FROM sandbox_store.sandbox_upsert('hostile-b', 'p', 'sbx-b', 'thread-h');
--- key equality is the real one: 'hostile-a' does not match 'hostile-b'.
-SELECT key FROM sandbox_store.sandbox_get('hostile-a');
-SELECT key FROM sandbox_store.sandbox_list('thread-h') ORDER BY key;
-SELECT sandbox_store.sandbox_delete('hostile-missing');
--- max_age uses the real now() and >=: the 2-hour-old record is stale.
+SELECT key, updated_at = pg_catalog.now() AS real_now
+  FROM sandbox_store.sandbox_upsert('hostile-b', 'p', 'sbx-b', 'thread-h');
+SELECT key FROM sandbox_store.sandbox_upsert('hostile-o', 'p', 'sbx-o', 'thread-o');
+SELECT key FROM sandbox_store.sandbox_upsert('hostile-x', 'p', 'sbx-x', 'thread-o');
+-- key and thread equality are the real ones; list is most recent first.
+SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_get('hostile-a');
+SELECT key FROM sandbox_store.sandbox_list('thread-h');
+SELECT sandbox_store.sandbox_delete('hostile-x') AS deleted_x,
+       sandbox_store.sandbox_delete('hostile-missing') AS deleted_missing;
+-- max_age uses the real now() and >=: the 2-hour-old record is stale.  The
+-- key's lock is the real one (its id is compared with the normal path's below).
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('hostile-a', 'run-h', max_age => '1 hour');
+SELECT sandbox_store.sandbox_lock_id('hostile-a') AS h_lock_id \gset
+RESET ROLE;
+SELECT count(*) AS holds_the_lock FROM sandbox_store.key_locks
+ WHERE pid = pg_backend_pid() AND granted AND lock_id = :h_lock_id;
+SET ROLE regress_sb_app;
 ROLLBACK;
 -- resume stamps the real now().
 BEGIN;
 SELECT action, updated_at = pg_catalog.now() AS real_now
   FROM sandbox_store.sandbox_ensure('hostile-b', 'run-h');
 COMMIT;
-SELECT count(*) AS evil_rows FROM evil.instances;
+-- another provider is compared for real: recreate.
+BEGIN;
+SELECT action, provider FROM sandbox_store.sandbox_ensure('hostile-o', 'run-h', provider => 'q');
+ROLLBACK;
 -- Lease mode under the hostile path: real fence, token and clock.
 SELECT action AS h_action, fence AS h_fence, owner_token AS h_token,
        lease_expires_at AS h_expires
@@ -192,16 +246,34 @@ SELECT key FROM sandbox_store.sandbox_upsert('hostile-c', 'p', 'sbx-c', 'thread-
 -- the reaper's "idle longer than" uses the real < and -: nothing is 100 years old.
 SELECT key FROM sandbox_store.sandbox_reap('100 years');
 SELECT sandbox_store.sandbox_release('hostile-c', :'h_token');
-RESET search_path;
+-- 1.3: a claim, then the write that ends it.
+SELECT fence AS h_fence_u FROM sandbox_store.sandbox_claim('hostile-u', '1 minute') \gset
+SELECT key, provider_sandbox_id
+  FROM sandbox_store.sandbox_upsert_release('hostile-u', :h_fence_u, 'p', 'sbx-u', 'thread-u');
 RESET ROLE;
+-- 1.4: the guard (an event trigger) refuses a column on instances and lets
+-- DDL on another table through.
+\set VERBOSITY sqlstate
+ALTER TABLE sandbox_store.instances ADD COLUMN region text;
+ALTER TABLE evil.instances ADD COLUMN region text;
+\set VERBOSITY default
+RESET search_path;
 SELECT :'h_action' AS action,
        :h_fence <> 424242 AS real_fence,
        :'h_token'::uuid <> '00000000-0000-0000-0000-000000000000' AS real_token,
        :'h_expires'::timestamptz > clock_timestamp() + interval '50 seconds' AS real_expiry,
-       :'h_renewed'::timestamptz > clock_timestamp() + interval '110 seconds' AS real_renewal;
-SELECT key, fence = :h_fence AS same_fence, owner_token, lease_expires_at
-  FROM sandbox_store.leases WHERE key = 'hostile-c';
-SELECT key, latest_run_id FROM sandbox_store.instances WHERE key LIKE 'hostile-%' ORDER BY key;
+       :'h_renewed'::timestamptz > clock_timestamp() + interval '110 seconds' AS real_renewal,
+       :h_lock_id = sandbox_store.sandbox_lock_id('hostile-a') AS real_lock_id;
+-- Every write went to the extension's tables, each to its own key.
+SELECT key, fence = CASE key WHEN 'hostile-c' THEN :h_fence ELSE :h_fence_u END AS same_fence,
+       owner_token, lease_expires_at
+  FROM sandbox_store.leases WHERE key LIKE 'hostile-%' ORDER BY key;
+SELECT key, provider, provider_sandbox_id, thread_id, latest_run_id
+  FROM sandbox_store.instances WHERE key LIKE 'hostile-%' ORDER BY key;
+SELECT (SELECT count(*) FROM evil.instances) AS evil_instances,
+       (SELECT count(*) FROM pg_temp.instances) AS temp_instances,
+       (SELECT count(*) FROM evil.leases) AS evil_leases,
+       (SELECT count(*) FROM pg_temp.leases) AS temp_leases;
 
 -- Installing under a hostile search_path works the same: every name in the
 -- script is qualified.
@@ -216,6 +288,8 @@ SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
 SELECT pg_get_function_arguments('sandbox_store.sandbox_upsert'::regproc);
 RESET search_path;
 SELECT count(*) AS evil_rows FROM evil.instances;
+-- No look-alike was ever called, by a function or by the install script.
+SELECT fn FROM evil.calls;
 
 DROP SCHEMA evil CASCADE;
 REVOKE ALL ON SCHEMA sandbox_store FROM regress_sb_app, regress_sb_usage_only;
