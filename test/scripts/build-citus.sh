@@ -88,11 +88,18 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 
-[ -f "$vendor/$tarball" ] || fail "$vendor/$tarball not found (set SB_VENDOR_DIR)"
-want="$tarball $(sha256sum "$vendor/$tarball" | cut -d' ' -f1) $pgc $pgversion ${configure_opts[*]}"
-if [ -n "$installed" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+if [ -f "$vendor/$tarball" ]; then
+  want="$tarball $(sha256sum "$vendor/$tarball" | cut -d' ' -f1) $pgc $pgversion ${configure_opts[*]}"
+  if [ -n "$installed" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "$version"
+    exit 0
+  fi
+elif [ -n "$installed" ]; then
+  # No source here, but that Citus is installed: use it.
   echo "$version"
   exit 0
+else
+  fail "$vendor/$tarball not found (set SB_VENDOR_DIR)"
 fi
 
 missing=()
