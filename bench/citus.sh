@@ -48,9 +48,7 @@ if [ "${1:-}" != --pair ]; then
       # sandbox_store for that server, compiled from a copy (the tree's
       # objects are the base server's).
       copy=$sb_dir/pg$major
-      mkdir -p "$copy"
-      (cd "$top" && tar cf - --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-        --exclude=./results --exclude=./tmp_check --exclude=./clients .) | tar xf - -C "$copy"
+      sb_copy_tree "$copy"
       make -C "$copy" -s PG_CONFIG="$pgc" all install >"$copy/build.log" 2>&1 ||
         { cat "$copy/build.log" >&2; fail "building sandbox_store for PostgreSQL $major failed"; }
     fi

@@ -50,7 +50,7 @@ case $major in
 15) version=13.2.2 ;;
 16 | 17 | 18) version=14.0.1 ;;
 *)
-  warn "no Citus for $pgversion (Citus 13.2.2 supports 15-17, 14.0.1 16-18)"
+  warn "no Citus for $pgversion (the vendored ones: 13.2.2 for 15, 14.0.1 for 16-18)"
   exit 0
   ;;
 esac
@@ -61,17 +61,8 @@ fi
 tarball=citus-$version.tar.gz
 configure_opts=(--without-libcurl "PG_CONFIG=$pgc")
 
-if [ -n "${SB_PG_CACHE:-}" ]; then
-  cache=$SB_PG_CACHE
-elif mkdir -p /var/cache/sandbox_store 2>/dev/null && [ -w /var/cache/sandbox_store ]; then
-  cache=/var/cache/sandbox_store
-else
-  cache=$HOME/.cache/sandbox_store
-fi
 # One stamp and log per server (a private copy of 15 is not Debian's).
 key=citus-$version-pg$major-$(sha256sum <<<"$pgc" | cut -c1-8)
-stamp=$cache/$key.build
-log=$cache/$key.log
 vendor=${SB_VENDOR_DIR:-$sb_top/../shared/vendor}
 
 control=$("$pgc" --sharedir)/extension/citus.control
@@ -88,6 +79,8 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 
+sb_pg_cache
+stamp=$sb_cache/$key.build log=$sb_cache/$key.log
 if [ -f "$vendor/$tarball" ]; then
   want="$tarball $(sha256sum "$vendor/$tarball" | cut -d' ' -f1) $pgc $pgversion ${configure_opts[*]}"
   if [ -n "$installed" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
@@ -112,7 +105,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-mkdir -p "$cache"
 rm -f "$stamp"
 sb_tempdir sb_citus; build=$sb_dir
 warn "building Citus $version for $pgversion (log: $log)"
