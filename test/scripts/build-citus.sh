@@ -12,7 +12,11 @@
 #   16.0-16.4, 17.0 and    none: Citus 14.0.1 calls
 #   their betas (the       systable_inplace_update_begin/_finish, which
 #   matrix's 16beta2 and   PostgreSQL added in 16.5 and 17.1: it does not
-#   17beta2)               compile against the others
+#   17beta2)               compile against the others (against 17beta2
+#                          that is its one error; 16beta2 also lacks
+#                          pgstat_get_local_beentry_by_index and has
+#                          RangeVarCallbackMaintainsTable for
+#                          RangeVarCallbackOwnsTable)
 #   19                     none: no Citus release supports it
 #
 # Prints the Citus version now installed there on stdout, nothing when there
