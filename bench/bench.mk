@@ -12,6 +12,7 @@ bench: installed
 bench-rtt: installed
 	test/scripts/with-cluster.sh bench/rtt.sh
 
-# ensure and get through a citus coordinator and a worker vs one server.
+# ensure and get through a citus coordinator and a worker vs one server,
+# Citus 13.2.2 on 15 beside Citus 14.0.1 on 18 (bench/citus.sh).
 bench-citus: installed
 	bench/citus.sh

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# bench/citus.sh: throughput of sandbox_ensure (resume, autocommit) and
-# sandbox_get through a citus coordinator and through a worker, side by side
-# with one plain PostgreSQL server, on this machine (make bench-citus).
+# bench/citus.sh [MAJOR...]: throughput of sandbox_ensure (resume,
+# autocommit) and sandbox_get through a citus coordinator and through a
+# worker, side by side with one plain PostgreSQL server, on this machine
+# (make bench-citus), once per Citus/PostgreSQL pair: Citus 13.2.2 on the
+# PostgreSQL 15 of PG_CONFIG and Citus 14.0.1 on PostgreSQL 18.6 (MAJORs:
+# 15 18 unless given).  One table: a pair's rows beside the other's.
 #
-# Four throwaway servers of PG_CONFIG's PostgreSQL (lib.sh's clusters) on
+# Per pair, four throwaway servers of that PostgreSQL (lib.sh's clusters) on
 # loopback TCP: a single node without citus, and a coordinator with two
 # workers (citus, built by test/scripts/build-citus.sh) where
-# sandbox_store.distribute() has run.  As root it builds citus if missing,
-# then runs as postgres on a copy of the tree (initdb refuses root).
+# sandbox_store.distribute() has run.  As root it builds what a pair lacks
+# (the server by test/scripts/build-server.sh, Citus, and sandbox_store from
+# a copy of the tree, as make matrix does), then runs as postgres on a copy
+# of the tree (initdb refuses root); as anyone else a pair whose server,
+# Citus or sandbox_store is missing is skipped, and said so.
 # Each holds BENCH_ROWS records (bench/setup.sql).  Each workload runs
 # BENCH_SECONDS at BENCH_CLIENTS clients against the single node, the
 # coordinator and worker 1 in turn, BENCH_REPEATS times, rotating the order;
@@ -22,14 +28,49 @@ set -euo pipefail
 . "$(dirname "$0")/../test/scripts/lib.sh"
 sb_name=bench-citus
 top=$sb_top
-if [ "$(id -u)" = 0 ]; then "$top/test/scripts/build-citus.sh"; fi
+clients=${BENCH_CLIENTS:-8}
+seconds=${BENCH_SECONDS:-10}
+repeats=${BENCH_REPEATS:-3}
+rows=${BENCH_ROWS:-20000}
+
+if [ "${1:-}" != --pair ]; then
+  # The driver: each pair's server, Citus and sandbox_store, then its rows.
+  majors=("$@")
+  [ ${#majors[@]} -gt 0 ] || majors=(15 18)
+  base_pgc=$(command -v "${PG_CONFIG:-pg_config}") || fail "${PG_CONFIG:-pg_config} not found"
+  sb_tempdir sb_citus_bench_build
+  echo "| Citus on PostgreSQL | workload | single node (tps) | via coordinator | via worker 1 | coordinator / single | worker / single |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
+  ran=0
+  for major in "${majors[@]}"; do
+    pgc=$("$top/test/scripts/build-server.sh" "$major") || { warn "PostgreSQL $major: no server, skipped"; continue; }
+    if [ "$pgc" != "$base_pgc" ] && [ "$(id -u)" = 0 ]; then
+      # sandbox_store for that server, compiled from a copy (the tree's
+      # objects are the base server's).
+      copy=$sb_dir/pg$major
+      sb_copy_tree "$copy"
+      make -C "$copy" -s PG_CONFIG="$pgc" all install >"$copy/build.log" 2>&1 ||
+        { cat "$copy/build.log" >&2; fail "building sandbox_store for PostgreSQL $major failed"; }
+    fi
+    citus=$("$top/test/scripts/build-citus.sh" "$pgc") || fail "building Citus for PostgreSQL $major failed"
+    if [ -z "$citus" ]; then warn "PostgreSQL $major: no Citus, skipped"; continue; fi
+    if [ ! -f "$("$pgc" --sharedir)/extension/sandbox_store.control" ]; then
+      warn "PostgreSQL $major: sandbox_store is not installed (run as root), skipped"
+      continue
+    fi
+    PG_CONFIG=$pgc "$sb_self" --pair
+    ran=$((ran + 1))
+  done
+  [ "$ran" -gt 0 ] || fail "no Citus/PostgreSQL pair to measure"
+  echo
+  echo "$clients clients, $seconds s per run, median of $repeats alternating runs, $rows records, $(nproc) cores."
+  exit 0
+fi
+
+# One pair: the server of PG_CONFIG and its Citus, as postgres.
 sb_as_postgres "$@"
 sb_use_pg
 
-rows=${BENCH_ROWS:-20000}
-seconds=${BENCH_SECONDS:-10}
-clients=${BENCH_CLIENTS:-8}
-repeats=${BENCH_REPEATS:-3}
 sb_tempdir sb_citus_bench; dir=$sb_dir
 declare -A port=([single]=5811 [coordinator]=5812 [worker1]=5813 [worker2]=5814)
 
@@ -57,8 +98,8 @@ run() { # node workload -> tps
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-echo "| workload | single node (tps) | via coordinator | via worker 1 | coordinator / single | worker / single |"
-echo "|---|---:|---:|---:|---:|---:|"
+pair=$(sql coordinator -Atc \
+  "SELECT split_part(citus_version(), ' ', 2) || ' on ' || split_part(current_setting('server_version'), ' ', 1)")
 for w in ensure_auto get; do
   declare -A tps=()
   order=(single coordinator worker1)
@@ -69,9 +110,7 @@ for w in ensure_auto get; do
   s=$(echo "${tps[single]}" | tr ' ' '\n' | grep . | median)
   c=$(echo "${tps[coordinator]}" | tr ' ' '\n' | grep . | median)
   k=$(echo "${tps[worker1]}" | tr ' ' '\n' | grep . | median)
-  awk -v w="$w" -v s="$s" -v c="$c" -v k="$k" \
-    'BEGIN { printf "| %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n", w, s, c, k, c / s, k / s }'
+  awk -v p="$pair" -v w="$w" -v s="$s" -v c="$c" -v k="$k" \
+    'BEGIN { printf "| %s | %s | %.0f | %.0f | %.0f | %.2f | %.2f |\n", p, w, s, c, k, c / s, k / s }'
   unset tps
 done
-echo
-echo "$clients clients, $seconds s per run, median of $repeats alternating runs, $rows records, $(nproc) cores."

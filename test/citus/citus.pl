@@ -1,7 +1,9 @@
 # test/citus/citus.pl: sandbox_store on a real citus cluster.
 #
-# A coordinator and two workers (Debian's PostgreSQL 15 with citus 13.2.2,
-# which test/scripts/build-citus.sh builds once from the vendored source),
+# A coordinator and two workers of the server of PG_CONFIG with the Citus
+# that test/scripts/build-citus.sh builds into it once from the vendored
+# source (Citus 13.2.2 on Debian's PostgreSQL 15, run by make test's citus
+# suite; Citus 14.0.1 on PostgreSQL 18.6, run by the matrix's 18 step),
 # connected over TCP on 127.0.0.1.  sandbox_store is created on the
 # coordinator (citus installs it on the workers) and distributed with
 # sandbox_store.distribute().  Then:
@@ -66,6 +68,10 @@ citus.node_connection_timeout = 5000
 	push @nodes, $node;
 }
 my ($coord, $w1, $w2) = @nodes;
+diag(
+	'Citus '
+	  . $coord->safe_psql('postgres',
+		q{SELECT split_part(citus_version(), ' ', 2) || ' on PostgreSQL ' || current_setting('server_version')}));
 $coord->safe_psql('postgres',
 	"SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ')');
 $coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for ($w1, $w2);

@@ -1,35 +1,102 @@
 #!/usr/bin/env bash
-# build-citus.sh: make sure Citus is installed into the PostgreSQL 15 of
-# PG_CONFIG (default: pg_config on PATH, Debian's 15 here), building it once
-# from the vendored source when it is not.
+# build-citus.sh [PG_CONFIG]
 #
-# Debian 12 has no Citus package, so the source comes from
-# citus-13.2.2.tar.gz in SB_VENDOR_DIR (default: shared/vendor in the
-# directory that holds the clone).  The tarball carries one patch
-# (have_createdb_privilege is exported by PostgreSQL 15.20 itself).  Builds
-# with --without-libcurl; needs root to install packages and the result.
-# A build is skipped when citus.so and citus.control of 13.2.2 are there.
-# Takes about a minute on two cores (54 s measured); the log goes to
-# ${SB_PG_CACHE:-/var/cache/sandbox_store}/citus.log.
+# Make sure the Citus that goes with the server of PG_CONFIG (the argument,
+# else $PG_CONFIG, else pg_config on PATH: Debian's 15 here) is installed
+# into that server, building it once from the vendored source when it is not.
+#
+#   PostgreSQL 15          Citus 13.2.2 (citus-13.2.2.tar.gz; the tarball
+#                          carries one patch: have_createdb_privilege is
+#                          exported by PostgreSQL 15.20 itself)
+#   PostgreSQL 16, 17, 18  Citus 14.0.1 (citus-14.0.1.tar.gz, unpatched)
+#   16.0-16.4, 17.0 and    none: Citus 14.0.1 calls
+#   their betas (the       systable_inplace_update_begin/_finish, which
+#   matrix's 16beta2 and   PostgreSQL added in 16.5 and 17.1: it does not
+#   17beta2)               compile against the others (against 17beta2
+#                          that is its one error; 16beta2 also lacks
+#                          pgstat_get_local_beentry_by_index and has
+#                          RangeVarCallbackMaintainsTable for
+#                          RangeVarCallbackOwnsTable)
+#   19                     none: no Citus release supports it
+#
+# Prints the Citus version now installed there on stdout, nothing when there
+# is none; messages go to stderr.  "None" is not an error: the script says
+# so and exits 0, and the citus suite skips a server without citus.control.
+#
+# Debian 12 has no Citus package, so the source comes from SB_VENDOR_DIR
+# (default: shared/vendor in the directory that holds the clone).  Builds
+# with --without-libcurl; needs root to install packages and the result (as
+# anyone else, a Citus that is missing is reported and the suite skipped).
+#
+# A build is reused when citus.so and the citus.control of that version are
+# in the server and its stamp in the cache names the same tarball (by
+# checksum), server and configure options; anything else is rebuilt.  The
+# cache is build-server.sh's (SB_PG_CACHE, else /var/cache/sandbox_store
+# when writable, else ~/.cache/sandbox_store); the stamp is
+# citus-VERSION-pgMAJOR-HASH.build in it, the build log
+# citus-VERSION-pgMAJOR-HASH.log (HASH: of the path of pg_config).
+# Takes about a minute (13.2.2) to a minute and a half (14.0.1) on two cores.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-pgc=$(command -v "${PG_CONFIG:-pg_config}" || true)
-[ -n "$pgc" ] || { echo "build-citus: ${PG_CONFIG:-pg_config} not found" >&2; exit 1; }
-version=13.2.2
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+sb_name='build-citus'
+
+pgc=$(command -v "${1:-${PG_CONFIG:-pg_config}}" || true)
+[ -n "$pgc" ] || fail "${1:-${PG_CONFIG:-pg_config}} not found"
+pgversion=$("$pgc" --version)
+major=$(sed -E 's/^PostgreSQL ([0-9]+).*/\1/' <<<"$pgversion")
+
+# The minor release, or -1 for a beta, rc or devel stamp.
+minor=$(sed -nE 's/^PostgreSQL [0-9]+\.([0-9]+).*/\1/p' <<<"$pgversion")
+minor=${minor:--1}
+case $major in
+15) version=13.2.2 ;;
+16 | 17 | 18) version=14.0.1 ;;
+*)
+  warn "no Citus for $pgversion (the vendored ones: 13.2.2 for 15, 14.0.1 for 16-18)"
+  exit 0
+  ;;
+esac
+if { [ "$major" = 16 ] && [ "$minor" -lt 5 ]; } || { [ "$major" = 17 ] && [ "$minor" -lt 1 ]; }; then
+  warn "no Citus for $pgversion (Citus 14.0.1 needs systable_inplace_update_begin, added in 16.5 and 17.1)"
+  exit 0
+fi
 tarball=citus-$version.tar.gz
+configure_opts=(--without-libcurl "PG_CONFIG=$pgc")
+
+# One stamp and log per server (a private copy of 15 is not Debian's).
+key=citus-$version-pg$major-$(sha256sum <<<"$pgc" | cut -c1-8)
+vendor=${SB_VENDOR_DIR:-$sb_top/../shared/vendor}
 
 control=$("$pgc" --sharedir)/extension/citus.control
+installed=
 if [ -f "$control" ] && [ -f "$("$pgc" --pkglibdir)/citus.so" ] &&
-  grep -q "default_version = '${version%.*}" "$control"; then
+  grep -q "default_version = '${version%.*}-" "$control"; then
+  installed=1
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  # Cannot build or install here: use what is there, or skip the suite.
+  if [ -n "$installed" ]; then echo "$version"; exit 0; fi
+  warn "Citus $version is not installed in $pgversion and this is not root: the citus suite will be skipped"
   exit 0
 fi
 
-vendor=${SB_VENDOR_DIR:-$top/../shared/vendor}
-[ -f "$vendor/$tarball" ] || { echo "build-citus: $vendor/$tarball not found (set SB_VENDOR_DIR)" >&2; exit 1; }
-if [ "$(id -u)" != 0 ]; then
-  echo "build-citus: citus is not installed and this is not root: the citus suite will be skipped" >&2
+sb_pg_cache
+stamp=$sb_cache/$key.build log=$sb_cache/$key.log
+if [ -f "$vendor/$tarball" ]; then
+  want="$tarball $(sha256sum "$vendor/$tarball" | cut -d' ' -f1) $pgc $pgversion ${configure_opts[*]}"
+  if [ -n "$installed" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "$version"
+    exit 0
+  fi
+elif [ -n "$installed" ]; then
+  # No source here, but that Citus is installed: use it.
+  echo "$version"
   exit 0
+else
+  fail "$vendor/$tarball not found (set SB_VENDOR_DIR)"
 fi
 
 missing=()
@@ -38,16 +105,13 @@ for p in libzstd-dev liblz4-dev libkrb5-dev libselinux1-dev libxslt1-dev libpam0
   [[ $status == ii* ]] || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "build-citus: installing ${missing[*]}" >&2
+  warn "installing ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-cache=${SB_PG_CACHE:-/var/cache/sandbox_store}
-mkdir -p "$cache"
-log=$cache/citus.log
-build=$(mktemp -d "${TMPDIR:-/tmp}/sb_citus.XXXXXX")
-trap 'rm -rf "$build"' EXIT
-echo "build-citus: building Citus $version for PostgreSQL 15 (log: $log)" >&2
+rm -f "$stamp"
+sb_tempdir sb_citus; build=$sb_dir
+warn "building Citus $version for $pgversion (log: $log)"
 start=$SECONDS
 # A calling make's MAKELEVEL and MAKEFLAGS are not Citus's (see
 # build-server.sh).  (&&: in a list that ends with ||, errexit is off; a
@@ -56,8 +120,10 @@ unset MAKELEVEL MAKEFLAGS MFLAGS MAKEOVERRIDES
 {
   tar xzf "$vendor/$tarball" -C "$build" --strip-components=1 &&
     cd "$build" &&
-    ./configure --without-libcurl PG_CONFIG="$pgc" &&
+    ./configure "${configure_opts[@]}" &&
     make -j"$(nproc)" &&
     make install
-} >"$log" 2>&1 || { echo "build-citus: build failed; last lines of $log:" >&2; tail -20 "$log" >&2; exit 1; }
-echo "build-citus: Citus $version built and installed in $((SECONDS - start)) s" >&2
+} >"$log" 2>&1 || { tail -20 "$log" >&2; fail "build of Citus $version failed; last lines of $log above"; }
+echo "$want" >"$stamp"
+warn "Citus $version built and installed into $pgversion in $((SECONDS - start)) s"
+echo "$version"

@@ -30,6 +30,13 @@
 #              if the script failed); as anyone else, return.  If set,
 #              sb_results_from (a directory of the copy, relative to its
 #              top) is first copied into sb_results_to.
+#   cache      sb_pg_cache: sb_cache becomes the directory where servers and
+#              Citus are built once per machine (SB_PG_CACHE, else
+#              /var/cache/sandbox_store when writable, else
+#              ~/.cache/sandbox_store), created if missing.
+#   tree       sb_copy_tree DEST: copy the source tree to DEST without .git,
+#              build and test outputs or the TypeScript client's
+#              node_modules and dist (to build it for another server).
 #   PostgreSQL sb_use_pg: PG_CONFIG becomes the absolute path of
 #              ${PG_CONFIG:-pg_config}, sb_bindir its --bindir, which is put
 #              first in PATH (psql, pgbench, pg_isready of that server).  Every
@@ -131,6 +138,26 @@ sb_as_postgres() {
   fi
   if [ $rc -eq 0 ]; then rm -rf "$copy"; else warn "failed (exit $rc); outputs kept in $copy"; fi
   exit $rc
+}
+
+# --- the build cache and copies of the tree ------------------------------------
+
+sb_pg_cache() {
+  if [ -n "${SB_PG_CACHE:-}" ]; then
+    sb_cache=$SB_PG_CACHE
+  elif mkdir -p /var/cache/sandbox_store 2>/dev/null && [ -w /var/cache/sandbox_store ]; then
+    sb_cache=/var/cache/sandbox_store
+  else
+    sb_cache=$HOME/.cache/sandbox_store
+  fi
+  mkdir -p "$sb_cache" || fail "could not create $sb_cache"
+}
+sb_copy_tree() {
+  mkdir -p "$1"
+  (cd "$sb_top" && tar cf - --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
+    --exclude=./results --exclude=./output_iso --exclude=./tmp_check \
+    --exclude=./clients/typescript/node_modules --exclude=./clients/typescript/dist .) |
+    tar xf - -C "$1"
 }
 
 # --- PostgreSQL -----------------------------------------------------------------

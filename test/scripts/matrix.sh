@@ -10,9 +10,13 @@
 #      installed into that server;
 #   3. pgTAP's SQL files copied from Debian's postgresql-15-pgtap if that
 #      server has none (pgTAP is plain SQL and PL/pgSQL);
-#   4. on a throwaway cluster of that version (with-cluster.sh):
-#      pg_regress, isolation, pgTAP and the Perl TAP suites (version-suites.sh);
-#   5. for 18 and 19: pg_upgrade and dump/restore from a 15 cluster
+#   4. for a version other than the base one (15; run-tests.sh runs the
+#      citus suite there) that has a Citus (build-citus.sh: 14.0.1 on 18),
+#      that Citus, built once into the server;
+#   5. on a throwaway cluster of that version (with-cluster.sh):
+#      pg_regress, isolation, pgTAP and the Perl TAP suites, and the citus
+#      suite where step 4 installed Citus (version-suites.sh);
+#   6. for 18 and 19: pg_upgrade and dump/restore from a 15 cluster
 #      (test/upgrade/pg_upgrade.pl).
 #
 # One line per version, then "matrix: N passed, N failed"; exit status 1 if
@@ -26,6 +30,7 @@ versions=("$@")
 # starts from it, and pgTAP's SQL files come from it.
 base_pgc=$(command -v "${PG_CONFIG:-pg_config}") || { echo "matrix: ${PG_CONFIG:-pg_config} not found" >&2; exit 1; }
 base_bindir=$("$base_pgc" --bindir) base_sharedir=$("$base_pgc" --sharedir)
+base_major=$("$base_pgc" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 as_postgres=()
 [ "$(id -u)" = 0 ] && as_postgres=(runuser -u postgres --)
 
@@ -43,7 +48,7 @@ copy_tree() {
 }
 
 run_version() {
-  local major=$1 dir=$work/pg$1 pgc bindir sharedir ver
+  local major=$1 dir=$work/pg$1 pgc bindir sharedir ver citus=
   pgc=$("$top/test/scripts/build-server.sh" "$major") || { echo "no server"; return 1; }
   bindir=$("$pgc" --bindir) sharedir=$("$pgc" --sharedir)
   ver=$("$pgc" --version)
@@ -55,7 +60,10 @@ run_version() {
     cp "$base_sharedir"/extension/pgtap* "$sharedir/extension/" ||
       { echo "no pgTAP to copy"; return 1; }
   fi
-  PG_CONFIG=$pgc "$dir/test/scripts/with-cluster.sh" test/scripts/version-suites.sh >&2 ||
+  if [ "$major" != "$base_major" ]; then
+    citus=$("$top/test/scripts/build-citus.sh" "$pgc") || { echo "Citus build failed"; return 1; }
+  fi
+  SB_CITUS=$citus PG_CONFIG=$pgc "$dir/test/scripts/with-cluster.sh" test/scripts/version-suites.sh >&2 ||
     { echo "suites failed"; return 1; }
   if [ "$major" -ge 18 ]; then
     chown -R postgres: "$dir" 2>/dev/null || true
@@ -63,7 +71,7 @@ run_version() {
       make --no-print-directory tapcheck PG_CONFIG="$pgc" PROVE_TESTS=test/upgrade/pg_upgrade.pl) >&2 ||
       { echo "pg_upgrade from 15 failed"; return 1; }
   fi
-  echo "$ver"
+  echo "$ver${citus:+, Citus $citus}"
 }
 
 for major in "${versions[@]}"; do

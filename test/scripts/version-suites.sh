@@ -3,8 +3,9 @@
 # against the cluster in PGHOST/PGPORT (see with-cluster.sh) and the server
 # of PG_CONFIG: pg_regress, isolation, pgTAP, and the Perl TAP tests that
 # need no package beyond the server (005 needs pgbouncer and 008 sqlsmith;
-# make test runs both on 15).  Goes on past a failing suite; exits non-zero
-# if any failed.
+# make test runs both on 15), and with SB_CITUS set (the Citus version
+# matrix.sh installed into this server) the citus suite.  Goes on past a
+# failing suite; exits non-zero if any failed.
 set -uo pipefail
 
 tap=()
@@ -15,10 +16,15 @@ for t in test/t/*.pl; do
   esac
 done
 
+suites=(regresscheck isolationcheck pgtapcheck tapcheck)
+[ -z "${SB_CITUS:-}" ] || suites+=(citus-check)
+
 failed=()
-for name in regresscheck isolationcheck pgtapcheck tapcheck; do
+for name in "${suites[@]}"; do
   start=$SECONDS
-  if make --no-print-directory "$name" PROVE_TESTS="${tap[*]}"; then
+  args=()
+  [ "$name" = tapcheck ] && args=(PROVE_TESTS="${tap[*]}")
+  if make --no-print-directory "$name" "${args[@]}"; then
     echo "version-suites: $name ok ($((SECONDS - start)) s)"
   else
     echo "version-suites: $name FAILED ($((SECONDS - start)) s)"
