@@ -106,7 +106,8 @@ WITH members AS (
      AND d.objid IS DISTINCT FROM to_regprocedure('sandbox_store.unsupported_changes()')
      AND d.objid IS DISTINCT FROM to_regprocedure('sandbox_store.guard()')
      AND d.objid IS DISTINCT FROM
-         to_regprocedure('sandbox_store.sandbox_upsert_release(text, bigint, text, text, text, text, text, timestamptz)')),
+         to_regprocedure('sandbox_store.sandbox_upsert_release(text, bigint, text, text, text, text, text, timestamptz)')
+     AND d.objid IS DISTINCT FROM to_regclass('sandbox_store.key_locks')),
 acls AS (
   SELECT 'acl' AS source, m.classid, m.objid, coalesce(m.acl, m.default_acl) AS acl FROM members m
   UNION ALL
