@@ -95,7 +95,7 @@
 static SbStatement claim_probe = {
 	"SELECT fence, owner_token, lease_expires_at,"
 	" lease_expires_at OPERATOR(pg_catalog.>) $2 AS live"
-	" FROM sandbox_store.leases"
+	" FROM ONLY sandbox_store.leases"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL",
 	2,
 	{TEXTOID, TIMESTAMPTZOID},
@@ -109,7 +109,7 @@ static SbStatement claim_probe = {
  * SHARE would not wait for an UPDATE that leaves the key alone.
  */
 static SbStatement lease_lock = {
-	"SELECT fence, owner_token IS NOT NULL AS claimed FROM sandbox_store.leases"
+	"SELECT fence, owner_token IS NOT NULL AS claimed FROM ONLY sandbox_store.leases"
 	" WHERE key OPERATOR(pg_catalog.=) $1 FOR SHARE",
 	1,
 	{TEXTOID},
@@ -141,7 +141,7 @@ static SbStatement fence_raise = {
  * now, $3: the new fence, drawn above the key's by the caller).
  */
 static SbStatement claim_retire = {
-	"UPDATE sandbox_store.leases"
+	"UPDATE ONLY sandbox_store.leases"
 	" SET fence = GREATEST(fence OPERATOR(pg_catalog.+) 1, $3),"
 	" owner_token = NULL, lease_expires_at = NULL"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL"
@@ -152,7 +152,7 @@ static SbStatement claim_retire = {
 
 /* Extend a claim to $3 (now + lease, sb_lease_expiry). */
 static SbStatement claim_renew = {
-	"UPDATE sandbox_store.leases"
+	"UPDATE ONLY sandbox_store.leases"
 	" SET lease_expires_at = $3"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token OPERATOR(pg_catalog.=) $2"
 	" RETURNING lease_expires_at",
@@ -161,7 +161,7 @@ static SbStatement claim_renew = {
 	SPI_OK_UPDATE_RETURNING};
 
 static SbStatement claim_release = {
-	"UPDATE sandbox_store.leases SET owner_token = NULL, lease_expires_at = NULL"
+	"UPDATE ONLY sandbox_store.leases SET owner_token = NULL, lease_expires_at = NULL"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token OPERATOR(pg_catalog.=) $2",
 	2,
 	{TEXTOID, UUIDOID},
@@ -169,7 +169,7 @@ static SbStatement claim_release = {
 
 /* End the claim that was given fence (a write that also releases). */
 static SbStatement claim_release_fenced = {
-	"UPDATE sandbox_store.leases SET owner_token = NULL, lease_expires_at = NULL"
+	"UPDATE ONLY sandbox_store.leases SET owner_token = NULL, lease_expires_at = NULL"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND fence OPERATOR(pg_catalog.=) $2"
 	" AND owner_token IS NOT NULL",
 	2,
@@ -189,7 +189,7 @@ sb_claims_enabled(void)
 
 /* Whether a claim token is set on the key (the SQL form of the direct read). */
 static SbStatement token_probe = {
-	"SELECT FROM sandbox_store.leases"
+	"SELECT FROM ONLY sandbox_store.leases"
 	" WHERE key OPERATOR(pg_catalog.=) $1 AND owner_token IS NOT NULL",
 	1,
 	{TEXTOID},

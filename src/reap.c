@@ -42,7 +42,7 @@ PG_FUNCTION_INFO_V1(sandbox_reap);
  * once its key has been taken (below), so a reaper never holds a row lock on
  * a record it skips, which would make the key's holder wait for it.
  */
-static SbStatement candidates_stmt = {"SELECT key FROM sandbox_store.instances"
+static SbStatement candidates_stmt = {"SELECT key FROM ONLY sandbox_store.instances"
 									  " WHERE " IDLE_CONDITION " ORDER BY updated_at, key",
 									  1,
 									  {TIMESTAMPTZOID},
@@ -52,14 +52,14 @@ static SbStatement candidates_stmt = {"SELECT key FROM sandbox_store.instances"
  * The candidate's row, locked, if it is still idle and no other transaction
  * holds it (another reaper's uncommitted delete): skipped, never waited for.
  */
-static SbStatement lock_stmt = {"SELECT FROM sandbox_store.instances"
+static SbStatement lock_stmt = {"SELECT FROM ONLY sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
 								" FOR UPDATE SKIP LOCKED",
 								2,
 								{TIMESTAMPTZOID, TEXTOID},
 								SPI_OK_SELECT};
 
-static SbStatement reap_stmt = {"DELETE FROM sandbox_store.instances"
+static SbStatement reap_stmt = {"DELETE FROM ONLY sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $2 AND " IDLE_CONDITION
 								" RETURNING *",
 								2,

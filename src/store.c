@@ -43,7 +43,7 @@ PG_FUNCTION_INFO_V1(sandbox_list);
 	"latest_run_id, updated_at"
 
 /* The record of a key. */
-static SbStatement record_stmt = {"SELECT " RECORD_COLUMNS " FROM sandbox_store.instances"
+static SbStatement record_stmt = {"SELECT " RECORD_COLUMNS " FROM ONLY sandbox_store.instances"
 								  " WHERE key OPERATOR(pg_catalog.=) $1",
 								  1,
 								  {TEXTOID},
@@ -53,13 +53,13 @@ static SbStatement record_stmt = {"SELECT " RECORD_COLUMNS " FROM sandbox_store.
  * The same with its ctid, and row-locked with its ctid: the REPEATABLE READ
  * check (lookup_current).  A distributed table has no ctid to select.
  */
-static SbStatement lookup_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
+static SbStatement lookup_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM ONLY sandbox_store.instances"
 								  " WHERE key OPERATOR(pg_catalog.=) $1",
 								  1,
 								  {TEXTOID},
 								  SPI_OK_SELECT};
 
-static SbStatement lock_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_store.instances"
+static SbStatement lock_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM ONLY sandbox_store.instances"
 								" WHERE key OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 								1,
 								{TEXTOID},
@@ -70,13 +70,13 @@ static SbStatement lock_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM sandbox_st
  * the function's row type is the table's, with any column an admin added.
  */
 static SbStatement get_stmt = {
-	"SELECT * FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
+	"SELECT * FROM ONLY sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
 	1,
 	{TEXTOID},
 	SPI_OK_SELECT};
 
 /* The records of a thread. */
-static SbStatement list_stmt = {"SELECT * FROM sandbox_store.instances"
+static SbStatement list_stmt = {"SELECT * FROM ONLY sandbox_store.instances"
 								" WHERE thread_id OPERATOR(pg_catalog.=) $1"
 								" ORDER BY updated_at DESC, key",
 								1,
@@ -101,7 +101,7 @@ static SbStatement upsert_stmt = {
 
 /* Remove a key's record. */
 static SbStatement delete_stmt = {
-	"DELETE FROM sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
+	"DELETE FROM ONLY sandbox_store.instances WHERE key OPERATOR(pg_catalog.=) $1",
 	1,
 	{TEXTOID},
 	SPI_OK_DELETE};
@@ -115,7 +115,7 @@ static SbStatement delete_stmt = {
  * caller took the key) keeps that later time.
  */
 #define STAMP_SQL                                                                                  \
-	"UPDATE sandbox_store.instances"                                                               \
+	"UPDATE ONLY sandbox_store.instances"                                                               \
 	" SET latest_run_id = $2, updated_at = GREATEST(updated_at, pg_catalog.now())"                 \
 	" WHERE key OPERATOR(pg_catalog.=) $1"                                                         \
 	" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=) $3)"                                   \
