@@ -53,7 +53,8 @@ static SbStatement record_stmt = {"SELECT " RECORD_COLUMNS " FROM ONLY sandbox_s
  * The same with its ctid, and row-locked with its ctid: the REPEATABLE READ
  * check (lookup_current).  A distributed table has no ctid to select.
  */
-static SbStatement lookup_stmt = {"SELECT " RECORD_COLUMNS ", ctid FROM ONLY sandbox_store.instances"
+static SbStatement lookup_stmt = {"SELECT " RECORD_COLUMNS
+								  ", ctid FROM ONLY sandbox_store.instances"
 								  " WHERE key OPERATOR(pg_catalog.=) $1",
 								  1,
 								  {TEXTOID},
@@ -115,7 +116,7 @@ static SbStatement delete_stmt = {
  * caller took the key) keeps that later time.
  */
 #define STAMP_SQL                                                                                  \
-	"UPDATE ONLY sandbox_store.instances"                                                               \
+	"UPDATE ONLY sandbox_store.instances"                                                          \
 	" SET latest_run_id = $2, updated_at = GREATEST(updated_at, pg_catalog.now())"                 \
 	" WHERE key OPERATOR(pg_catalog.=) $1"                                                         \
 	" AND ($3 IS NULL OR updated_at OPERATOR(pg_catalog.>=) $3)"                                   \
