@@ -5,7 +5,12 @@
 EXTENSION = sandbox_store
 MODULE_big = sandbox_store
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA = $(wildcard src/sql/$(EXTENSION)--*.sql)
+EXT_VERSION := $(shell sed -n "s/^default_version = '\\(.*\\)'$$/\\1/p" $(EXTENSION).control)
+# The install script of the current version is put together from
+# src/sql/parts by src/sql/build.sh (src/sql/editions.mk); older versions'
+# scripts and every update script are kept as written.
+DATA_built = src/sql/$(EXTENSION)--$(EXT_VERSION).sql
+DATA = $(filter-out $(DATA_built),$(wildcard src/sql/$(EXTENSION)--*.sql))
 PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"
 
 PG_CPPFLAGS = -I$(srcdir)/src
@@ -20,7 +25,7 @@ ISOLATION_OPTS = --inputdir=test
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
-EXTRA_CLEAN = results regression.diffs regression.out output_iso tmp_check log
+EXTRA_CLEAN = results regression.diffs regression.out output_iso tmp_check log dist
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
@@ -35,5 +40,6 @@ endif
 # Every object includes the shared header (PGXS tracks no header dependencies).
 $(OBJS): src/sandbox_store.h src/compat.h
 
+include src/sql/editions.mk
 include test/test.mk
 include bench/bench.mk

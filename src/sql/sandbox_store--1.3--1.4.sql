@@ -226,3 +226,23 @@ COMMENT ON EVENT TRIGGER sandbox_store_guard IS
 'Refuses changes to the relations of sandbox_store that pg_dump cannot carry (a restore would lose every record).';
 
 REVOKE ALL ON FUNCTION sandbox_store.unsupported_changes(), sandbox_store.guard() FROM PUBLIC;
+
+-- Which edition this database has (the SQL edition, 1.4, has the same function).
+CREATE FUNCTION sandbox_store.edition(OUT edition pg_catalog.text, OUT version pg_catalog.text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT CASE WHEN l.lanname OPERATOR(pg_catalog.=) 'c' THEN 'c'
+            WHEN e.oid IS NOT NULL THEN 'pg_tle'
+            ELSE 'plain' END,
+       COALESCE(e.extversion, '1.4')
+  FROM pg_catalog.pg_proc p
+  JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+  LEFT JOIN pg_catalog.pg_extension e ON e.extname OPERATOR(pg_catalog.=) 'sandbox_store'
+ WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('sandbox_store.sandbox_get(pg_catalog.text)')
+$$;
+
+COMMENT ON FUNCTION sandbox_store.edition() IS
+'Which edition of sandbox_store this database has (c, pg_tle or plain) and its version.';
+
+REVOKE ALL ON FUNCTION sandbox_store.edition() FROM PUBLIC;

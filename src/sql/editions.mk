@@ -1,0 +1,27 @@
+# src/sql/editions.mk: the install scripts put together from src/sql/parts
+# (included by the Makefile).  The C edition's sandbox_store--VERSION.sql is
+# built with the library; the SQL edition's two forms are release files in
+# dist/: sandbox_store-VERSION.sql (the plain script, psql -f) and
+# sandbox_store-VERSION-pg_tle.sql (the pg_tle registration).
+
+EDITION_SOURCES = $(srcdir)/src/sql/build.sh $(wildcard $(srcdir)/src/sql/parts/*.sql) \
+	$(wildcard $(srcdir)/src/sql/sql-edition/*.sql) $(srcdir)/$(EXTENSION).control
+SQL_EDITION = dist/$(EXTENSION)-$(EXT_VERSION).sql dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql
+
+.PHONY: sql-edition dist
+
+src/sql/$(EXTENSION)--$(EXT_VERSION).sql: $(EDITION_SOURCES)
+	$(srcdir)/src/sql/build.sh c $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+
+dist/$(EXTENSION)-$(EXT_VERSION).sql: $(EDITION_SOURCES)
+	@mkdir -p dist
+	$(srcdir)/src/sql/build.sh plain $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+
+dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql: $(EDITION_SOURCES)
+	@mkdir -p dist
+	$(srcdir)/src/sql/build.sh pg_tle $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+
+# The SQL edition's files (also part of make dist).
+sql-edition: $(SQL_EDITION)
+
+dist: sql-edition

@@ -1,0 +1,83 @@
+-- On citus: distribute both tables by key, colocated, and send every
+-- single-key function to the node that holds the key's shard.  Run once, on
+-- the coordinator, as a superuser; running it again changes nothing.
+CREATE FUNCTION sandbox_store.distribute()
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    fn pg_catalog.regprocedure;
+    failed pg_catalog.text;
+    key_to_text constant pg_catalog.text :=
+        'ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE pg_catalog.text,'
+        ' ADD CONSTRAINT instances_key_length'
+        ' CHECK (pg_catalog.octet_length(key) OPERATOR(pg_catalog.>=) 1'
+        ' AND pg_catalog.octet_length(key) OPERATOR(pg_catalog.<=) 1024)';
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'feature_not_supported',
+            MESSAGE = 'citus is not installed in this database',
+            DETAIL = 'sandbox_store.distribute() distributes the tables of sandbox_store with citus.',
+            HINT = 'Put citus in shared_preload_libraries on every node, run CREATE EXTENSION citus and add the workers, then call it again.';
+    END IF;
+    IF NOT (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) CURRENT_USER) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = 'permission denied to distribute the tables of sandbox_store',
+            DETAIL = 'Only a superuser may distribute them.',
+            HINT = 'Run sandbox_store.distribute() as a superuser, on the coordinator.';
+    END IF;
+    -- citus cannot prune shards by a domain-typed key (it coerces the key
+    -- to the column's type as a constant, which a domain's check is not), so
+    -- instances.key goes back from bounded_text to text with the same
+    -- 1..1024-byte check, on every node (each has the extension's tables).
+    -- No rewrite: the types are binary-compatible.  citus's functions are
+    -- called by name at run time: this extension does not depend on citus.
+    IF (SELECT atttypid FROM pg_catalog.pg_attribute
+         WHERE attrelid OPERATOR(pg_catalog.=) 'sandbox_store.instances'::pg_catalog.regclass
+           AND attname OPERATOR(pg_catalog.=) 'key') OPERATOR(pg_catalog.<>) 'pg_catalog.text'::pg_catalog.regtype THEN
+        EXECUTE key_to_text;
+        SELECT pg_catalog.string_agg(r.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) r.nodeport
+                                     OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) r.result, '; ')
+          INTO failed
+          FROM pg_catalog.run_command_on_workers(key_to_text) r WHERE NOT r.success;
+        IF failed IS NOT NULL THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = 'could not change sandbox_store.instances.key to text on every worker',
+                DETAIL = failed,
+                HINT = 'Install sandbox_store on every worker (CREATE EXTENSION on the coordinator after adding them does that), then call it again.';
+        END IF;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+                    WHERE logicalrelid OPERATOR(pg_catalog.=) 'sandbox_store.instances'::pg_catalog.regclass) THEN
+        PERFORM pg_catalog.create_distributed_table('sandbox_store.instances', 'key');
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+                    WHERE logicalrelid OPERATOR(pg_catalog.=) 'sandbox_store.leases'::pg_catalog.regclass) THEN
+        PERFORM pg_catalog.create_distributed_table('sandbox_store.leases', 'key',
+                                                    colocate_with => 'sandbox_store.instances');
+    END IF;
+    FOREACH fn IN ARRAY ARRAY[
+        'sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8)',
+        'sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz)',
+        'sandbox_store.sandbox_get(pg_catalog.text)',
+        'sandbox_store.sandbox_delete(pg_catalog.text, pg_catalog.int8)',
+        'sandbox_store.sandbox_ensure(pg_catalog.text, pg_catalog.text, pg_catalog.interval, pg_catalog.text, pg_catalog.interval, pg_catalog.interval)',
+        'sandbox_store.sandbox_lock(pg_catalog.text, pg_catalog.interval)',
+        'sandbox_store.sandbox_try_lock(pg_catalog.text)',
+        'sandbox_store.sandbox_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.interval)',
+        'sandbox_store.sandbox_renew(pg_catalog.text, pg_catalog.uuid, pg_catalog.interval)',
+        'sandbox_store.sandbox_release(pg_catalog.text, pg_catalog.uuid)',
+        'sandbox_store.sandbox_lock_holder(pg_catalog.text)']::pg_catalog.regprocedure[]
+    LOOP
+        PERFORM pg_catalog.create_distributed_function(fn, 'key', colocate_with => 'sandbox_store.instances',
+                                                       force_delegation => true);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.distribute() IS
+'On citus: distribute instances and leases by key, colocated, and run every single-key function on the node holding the key''s shard. Once, on the coordinator, as a superuser; idempotent.';

@@ -1,0 +1,111 @@
+-- The functions.  Each binds the C symbol of its signature (a symbol
+-- without a version suffix is the signature's first: 1.0 or 1.1).
+
+CREATE FUNCTION sandbox_store.sandbox_upsert(
+    key pg_catalog.text,
+    provider pg_catalog.text,
+    provider_sandbox_id pg_catalog.text,
+    thread_id pg_catalog.text,
+    latest_snapshot_id pg_catalog.text DEFAULT NULL,
+    latest_run_id pg_catalog.text DEFAULT NULL,
+    updated_at pg_catalog.timestamptz DEFAULT pg_catalog.now(),
+    fence pg_catalog.int8 DEFAULT NULL)
+RETURNS sandbox_store.instances
+AS 'MODULE_PATHNAME', 'sandbox_upsert_1_1'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sandbox_store.sandbox_upsert_release(
+    key pg_catalog.text,
+    fence pg_catalog.int8,
+    provider pg_catalog.text,
+    provider_sandbox_id pg_catalog.text,
+    thread_id pg_catalog.text,
+    latest_snapshot_id pg_catalog.text DEFAULT NULL,
+    latest_run_id pg_catalog.text DEFAULT NULL,
+    updated_at pg_catalog.timestamptz DEFAULT pg_catalog.now())
+RETURNS sandbox_store.instances
+AS 'MODULE_PATHNAME', 'sandbox_upsert_release'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sandbox_store.sandbox_get(key pg_catalog.text)
+RETURNS SETOF sandbox_store.instances
+AS 'MODULE_PATHNAME', 'sandbox_get'
+LANGUAGE C STABLE ROWS 1;
+
+CREATE FUNCTION sandbox_store.sandbox_delete(
+    key pg_catalog.text,
+    fence pg_catalog.int8 DEFAULT NULL)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'sandbox_delete_1_1'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sandbox_store.sandbox_list(thread_id pg_catalog.text)
+RETURNS SETOF sandbox_store.instances
+AS 'MODULE_PATHNAME', 'sandbox_list'
+LANGUAGE C STABLE ROWS 4;
+
+CREATE FUNCTION sandbox_store.sandbox_ensure(
+    key pg_catalog.text,
+    run_id pg_catalog.text,
+    max_age pg_catalog.interval DEFAULT NULL,
+    provider pg_catalog.text DEFAULT NULL,
+    wait pg_catalog.interval DEFAULT NULL,
+    lease pg_catalog.interval DEFAULT NULL)
+RETURNS SETOF sandbox_store.ensure_result
+AS 'MODULE_PATHNAME', 'sandbox_ensure_1_1'
+LANGUAGE C VOLATILE ROWS 1;
+
+CREATE FUNCTION sandbox_store.sandbox_lock(
+    key pg_catalog.text,
+    wait pg_catalog.interval DEFAULT NULL)
+RETURNS pg_catalog.void
+AS 'MODULE_PATHNAME', 'sandbox_lock'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sandbox_store.sandbox_try_lock(key pg_catalog.text)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'sandbox_try_lock'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sandbox_store.sandbox_lock_id(key pg_catalog.text)
+RETURNS pg_catalog.int8
+AS 'MODULE_PATHNAME', 'sandbox_lock_id'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION sandbox_store.sandbox_claim(
+    key pg_catalog.text,
+    lease pg_catalog.interval,
+    wait pg_catalog.interval DEFAULT NULL)
+RETURNS TABLE (
+    fence pg_catalog.int8,
+    owner_token pg_catalog.uuid,
+    lease_expires_at pg_catalog.timestamptz)
+AS 'MODULE_PATHNAME', 'sandbox_claim'
+LANGUAGE C VOLATILE ROWS 1;
+
+CREATE FUNCTION sandbox_store.sandbox_renew(
+    key pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    lease pg_catalog.interval)
+RETURNS pg_catalog.timestamptz
+AS 'MODULE_PATHNAME', 'sandbox_renew'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sandbox_store.sandbox_release(
+    key pg_catalog.text,
+    owner_token pg_catalog.uuid)
+RETURNS pg_catalog.bool
+AS 'MODULE_PATHNAME', 'sandbox_release'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sandbox_store.sandbox_reap(
+    idle_for pg_catalog.interval,
+    max_rows pg_catalog.int4 DEFAULT 100)
+RETURNS SETOF sandbox_store.instances
+AS 'MODULE_PATHNAME', 'sandbox_reap'
+LANGUAGE C VOLATILE;
+
+CREATE FUNCTION sandbox_store.sandbox_lock_holder(key pg_catalog.text)
+RETURNS pg_catalog.int4
+AS 'MODULE_PATHNAME', 'sandbox_lock_holder'
+LANGUAGE C VOLATILE;
