@@ -10,6 +10,25 @@ DECLARE
     trusted boolean;
     installed pg_catalog.text;
 BEGIN
+    -- (From the catalogs only: nothing in an existing schema is run.)
+    IF EXISTS (SELECT FROM pg_catalog.pg_proc p
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+                WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store'
+                  AND p.proname OPERATOR(pg_catalog.=) 'sandbox_get') THEN
+        SELECT pg_catalog.format('plain edition, version %s',
+                                 COALESCE(pg_catalog.max(pg_catalog.substring(p.prosrc, 'extversion, ''([0-9.]+)''')), 'unknown'))
+          INTO installed
+          FROM pg_catalog.pg_proc p
+          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+         WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store' AND p.proname OPERATOR(pg_catalog.=) 'edition';
+    END IF;
+    IF installed IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'duplicate_object',
+            MESSAGE = 'sandbox_store is already installed in this database',
+            DETAIL = pg_catalog.format('Schema sandbox_store already holds sandbox_store (%s), installed without CREATE EXTENSION.', installed),
+            HINT = 'Keep one edition per database.  To change editions, save the records and claims, drop schema sandbox_store and install again, as the reference''s "Moving between editions" describes.';
+    END IF;
     SELECT r.rolname, r.rolsuper OR r.rolname OPERATOR(pg_catalog.=) CURRENT_USER
       INTO owner_name, trusted
       FROM pg_catalog.pg_namespace n
@@ -21,19 +40,6 @@ BEGIN
             MESSAGE = pg_catalog.format('schema "sandbox_store" already exists and belongs to role %I', owner_name),
             DETAIL = 'The extension installs into that schema, and its owner could replace the extension''s objects.',
             HINT = 'Drop the schema, or make a superuser its owner (ALTER SCHEMA sandbox_store OWNER TO ...), and run CREATE EXTENSION again.';
-    END IF;
-    IF pg_catalog.to_regprocedure('sandbox_store.edition()') IS NOT NULL THEN
-        EXECUTE 'SELECT pg_catalog.format(''%s edition, version %s'', e.edition, e.version) FROM sandbox_store.edition() e'
-           INTO installed;
-    ELSIF pg_catalog.to_regproc('sandbox_store.sandbox_ensure') IS NOT NULL THEN
-        installed := 'unknown edition';
-    END IF;
-    IF installed IS NOT NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'duplicate_object',
-            MESSAGE = 'sandbox_store is already installed in this database',
-            DETAIL = pg_catalog.format('Schema sandbox_store already holds sandbox_store (%s), installed without CREATE EXTENSION.', installed),
-            HINT = 'Keep one edition per database.  To change editions, save the records and claims, drop schema sandbox_store and install again, as the reference''s "Moving between editions" describes.';
     END IF;
 END
 $$;
