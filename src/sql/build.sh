@@ -2,6 +2,9 @@
 # build.sh EDITION VERSION: write one install script of sandbox_store to
 # stdout, put together from the parts in src/sql/parts (each written once):
 #
+#   expand  (build.sh expand FILE.in VERSION) a C-edition update script: FILE.in
+#           with each line "-- @include NAME" replaced by parts/NAME.sql
+#
 #   c       the C edition's sandbox_store--VERSION.sql, run by CREATE EXTENSION
 #   plain   the SQL edition as a plain script, run with psql -f
 #   pg_tle  the SQL edition as a pg_tle registration: after it,
@@ -25,8 +28,8 @@ tag='$_sandbox_store_$'
 # The extension's objects, for the edition's functions.
 body() {
 	case $1 in
-	c) class=21314 files="schema edition functions-c comments distribute guard event-trigger grants" ;;
-	*) class=1 files="schema edition functions-sql comments distribute grants" ;;
+	c) class=21314 files="schema key-locks edition functions-c draw-claim-fence-c checkpoints comments distribute guard-changes guard event-trigger grants" ;;
+	*) class=1 files="schema key-locks edition functions-sql checkpoints comments distribute grants" ;;
 	esac
 	for f in $files; do
 		cat "$parts/$f.sql"
@@ -35,6 +38,17 @@ body() {
 }
 
 case $edition in
+expand)
+	# build.sh expand FILE.in VERSION
+	in=$2
+	version=$3
+	while IFS= read -r line; do
+		case $line in
+		"-- @include "*) cat "$parts/${line#-- @include }.sql" ;;
+		*) printf '%s\n' "$line" ;;
+		esac
+	done <"$in" | sed -e "s/@KEY_LOCK_CLASS@/21314/g" -e "s/@VERSION@/$version/g"
+	;;
 c)
 	cat <<EOF
 /* sandbox_store--$version.sql: the whole extension at version $version, in one file */
