@@ -151,41 +151,43 @@ BEGIN
     END IF;
 
     -- files: {path, kind: 'file', blobKey, size} or {path, kind: 'dir'}.
+    -- (Set-based: one pass over the entries, the first bad one reported;
+    -- then duplicates and entries beneath a file, by hashing, not pairs.)
     IF jsonb_typeof(c -> 'files') IS DISTINCT FROM 'array' THEN
         PERFORM sandbox_store._invalid_entry('files is an array.');
     END IF;
-    FOR e IN SELECT * FROM jsonb_array_elements(c -> 'files') LOOP
-        IF jsonb_typeof(e) IS DISTINCT FROM 'object' OR jsonb_typeof(e -> 'path') IS DISTINCT FROM 'string' THEN
-            PERFORM sandbox_store._invalid_entry('Each file entry is an object with a path.');
-        END IF;
-        IF e ->> 'path' = '' OR e ->> 'path' ~ '^/' OR e ->> 'path' ~ '/$' OR e ->> 'path' ~ '//'
-           OR e ->> 'path' ~ '(^|/)\.\.?(/|$)' OR e ->> 'path' ~ '\\' THEN
-            PERFORM sandbox_store._invalid_entry(format('Path %s is not a normalized relative path.', e -> 'path'));
-        END IF;
-        IF e ->> 'kind' = 'file' THEN
-            IF jsonb_typeof(e -> 'blobKey') IS DISTINCT FROM 'string'
-               OR e ->> 'blobKey' !~ '^sandbox-files/sha256/[0-9a-f]{64}$' THEN
-                PERFORM sandbox_store._invalid_entry(format('The blob key of file %s is not sandbox-files/sha256/ and 64 lowercase hex digits.', e -> 'path'));
-            END IF;
-            IF (CASE WHEN jsonb_typeof(e -> 'size') IS DISTINCT FROM 'number' THEN true
-                     ELSE (e ->> 'size')::pg_catalog.numeric < 0
-                          OR (e ->> 'size')::pg_catalog.numeric OPERATOR(pg_catalog.<>) trunc((e ->> 'size')::pg_catalog.numeric) END) THEN
-                PERFORM sandbox_store._invalid_entry(format('The size of file %s is not a whole number of bytes.', e -> 'path'));
-            END IF;
-        ELSIF e ->> 'kind' IS DISTINCT FROM 'dir' THEN
-            PERFORM sandbox_store._invalid_entry(format('Entry %s has kind %s; a kind is "file" or "dir".', e -> 'path', COALESCE(e -> 'kind', 'null')));
-        END IF;
-    END LOOP;
+    SELECT r INTO bad FROM (
+        SELECT i, CASE
+            WHEN jsonb_typeof(ent) IS DISTINCT FROM 'object' OR jsonb_typeof(ent -> 'path') IS DISTINCT FROM 'string'
+                THEN 'Each file entry is an object with a path.'
+            WHEN ent ->> 'path' !~ '^[^/\\]+(/[^/\\]+)*$' OR ent ->> 'path' ~ '(^|/)\.\.?(/|$)'
+                THEN format('Path %s is not a normalized relative path.', ent -> 'path')
+            WHEN ent ->> 'kind' = 'file' AND (jsonb_typeof(ent -> 'blobKey') IS DISTINCT FROM 'string'
+                                         OR ent ->> 'blobKey' !~ '^sandbox-files/sha256/[0-9a-f]{64}$')
+                THEN format('The blob key of file %s is not sandbox-files/sha256/ and 64 lowercase hex digits.', ent -> 'path')
+            WHEN ent ->> 'kind' = 'file' AND (jsonb_typeof(ent -> 'size') IS DISTINCT FROM 'number' OR ent ->> 'size' !~ '^[0-9]+$')
+                THEN format('The size of file %s is not a whole number of bytes.', ent -> 'path')
+            WHEN ent ->> 'kind' IS DISTINCT FROM 'file' AND ent ->> 'kind' IS DISTINCT FROM 'dir'
+                THEN format('Entry %s has kind %s; a kind is "file" or "dir".', ent -> 'path', COALESCE(ent -> 'kind', 'null'))
+            END AS r
+          FROM jsonb_array_elements(c -> 'files') WITH ORDINALITY x(ent, i)) s
+     WHERE r IS NOT NULL ORDER BY i LIMIT 1;
+    IF bad IS NOT NULL THEN
+        PERFORM sandbox_store._invalid_entry(bad);
+    END IF;
     SELECT f ->> 'path' INTO bad FROM jsonb_array_elements(c -> 'files') f
      GROUP BY f ->> 'path' HAVING count(*) > 1 LIMIT 1;
     IF bad IS NOT NULL THEN
         PERFORM sandbox_store._invalid_entry(format('Path %s is listed more than once.', to_jsonb(bad)));
     END IF;
-    SELECT d ->> 'path' INTO bad
-      FROM jsonb_array_elements(c -> 'files') f, jsonb_array_elements(c -> 'files') d
-     WHERE f ->> 'kind' = 'file'
-       AND left(d ->> 'path', length(f ->> 'path') + 1) = (f ->> 'path') || '/'
-     LIMIT 1;
+    -- An entry beneath a file: ordered by path || '/' as bytes, everything
+    -- beneath an entry comes right after it, so a file is followed by an
+    -- entry beneath it exactly when any entry is beneath it.
+    SELECT s.next_path INTO bad FROM (
+        SELECT ent ->> 'kind' AS kind, (ent ->> 'path') || '/' AS prefix,
+               lead(ent ->> 'path') OVER (ORDER BY ((ent ->> 'path') || '/') COLLATE "C") AS next_path
+          FROM jsonb_array_elements(c -> 'files') ent) s
+     WHERE s.kind = 'file' AND starts_with(s.next_path, s.prefix) LIMIT 1;
     IF bad IS NOT NULL THEN
         PERFORM sandbox_store._invalid_entry(format('Path %s is beneath a file.', to_jsonb(bad)));
     END IF;
