@@ -3,12 +3,14 @@
 #
 #   make release-check  the versions of the release agree (release/versions.sh)
 #   make dist           every file of DIST_FILES, in dist/, after release-check
+#   make deb            the Debian source and binary packages, in dist/debian/
+#                       (release/deb.sh; Debian's build tools: make deps)
 #
 # To add an artifact: append its path to DIST_FILES and write the rule that
 # makes it (DIST_NAME is sandbox_store-<version of META.json>).  Every file
 # of DIST_FILES is remade on each make dist, from the tree as it is.
 
-.PHONY: dist release-check
+.PHONY: dist deb release-check
 
 DIST_VERSION := $(shell perl -MJSON::PP -e 'local $$/; print decode_json(<STDIN>)->{version}' <META.json 2>/dev/null)
 DIST_NAME = $(EXTENSION)-$(DIST_VERSION)
@@ -25,3 +27,6 @@ release-check:
 
 dist/$(DIST_NAME).zip:
 	release/archive.sh $@ $(DIST_NAME)
+
+deb: release-check
+	release/deb.sh dist/debian
