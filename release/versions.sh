@@ -140,6 +140,6 @@ tr -s ' \n' '  ' <$client/README.md | grep -qF "$said" ||
   problem "$client/README.md does not say what package.json says: '$said'"
 
 if [ "$problems" -gt 0 ]; then
-  fail "$problems disagreement(s) with the release $v"
+  fail "$problems problem(s) with the release $v"
 fi
 say "release $v: sandbox_store.control, META.json, debian/changelog, CHANGELOG.md and the client agree"
