@@ -10,8 +10,10 @@
 #         regression and isolation suites pass against it (what
 #         debian/tests/installcheck runs); once it is purged, no file of it
 #         is left.
-#   pgxn  the PGXN distribution (make dist): dist/sandbox_store-<version>.zip
-#         holds exactly the tracked files under sandbox_store-<version>/;
+#   pgxn  the PGXN distribution (make dist, which also checks that the
+#         versions agree, and remakes the tree's dist/):
+#         dist/sandbox_store-<version>.zip holds exactly the tracked files
+#         under sandbox_store-<version>/;
 #         unpacked alone in a temporary directory, it builds with PGXS,
 #         installs, and passes make installcheck (the regression and
 #         isolation suites).
