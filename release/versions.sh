@@ -3,7 +3,7 @@
 # make dist runs it first).  The release is the extension's default_version
 # V (X.Y) in sandbox_store.control; then
 #
-#   src/sql/sandbox_store--V.sql     exists (the install script of V)
+#   src/sql/sandbox_store--V.sql     exists, or src/sql/build.sh that makes it
 #   META.json                        version and provides.sandbox_store.version
 #                                    are V.0, and the file follows the PGXN
 #                                    meta spec 1.0.0 (the fields it uses)
@@ -45,7 +45,9 @@ json() {
 # 1. The extension.
 v=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" sandbox_store.control)
 [[ $v =~ ^[0-9]+\.[0-9]+$ ]] || fail "sandbox_store.control: default_version '$v' is not X.Y"
-[ -f "src/sql/sandbox_store--$v.sql" ] || problem "src/sql/sandbox_store--$v.sql (the install script of $v) is missing"
+# (kept as written, or put together from src/sql/parts by the build)
+[ -f "src/sql/sandbox_store--$v.sql" ] || [ -x src/sql/build.sh ] ||
+  problem "src/sql/sandbox_store--$v.sql (the install script of $v) is missing, and src/sql/build.sh that makes it"
 
 # 2. CHANGELOG.md: its newest heading.
 heading=$(grep -m1 '^## ' CHANGELOG.md || true)

@@ -136,6 +136,9 @@ check_deb() {
     echo "usr/lib/postgresql/$major/lib/sandbox_store.so"
     echo "usr/share/postgresql/$major/extension/sandbox_store.control"
     for f in "$src"/src/sql/sandbox_store--*.sql; do echo "usr/share/postgresql/$major/extension/${f##*/}"; done
+    # and the scripts the build puts together from src/sql/parts
+    for f in "$src"/src/sql/sandbox_store--*.sql.in; do n=${f##*/}; echo "usr/share/postgresql/$major/extension/${n%.in}"; done
+    echo "usr/share/postgresql/$major/extension/sandbox_store--$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$src/sandbox_store.control").sql"
   )
   missing=$(comm -13 <(echo "$listed") <(echo "$expected" | sort))
   [ -z "$missing" ] || fail "missing from $pkg: $(tr '\n' ' ' <<<"$missing")"
