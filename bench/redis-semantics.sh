@@ -33,6 +33,8 @@ set -euo pipefail
 sb_name=redis-semantics
 sb_as_postgres "$@"
 sb_use_pg
+trap 'sb_keep=1' ERR       # a failure keeps the work directory (server logs, session outputs)
+trap '' PIPE               # a session whose psql has exited: the write fails, the script goes on
 here=$sb_top/bench
 out=${BENCH_OUT:-$here/out}
 mkdir -p "$out"
@@ -134,9 +136,15 @@ s_open() { # name [PGOPTIONS]
   sfd[$1]=$fd
 }
 s_run() { # name sql: run it, wait for the answer, show both
-  local mark="__done_$RANDOM$RANDOM" from
+  local mark="__done_$RANDOM$RANDOM" from rc=0
   from=$(wc -l <"$work/$1.out")
-  printf '%s\n\\echo %s\n' "$2" "$mark" >&"${sfd[$1]}"
+  if ! kill -0 "${spid[$1]}" 2>/dev/null; then
+    wait "${spid[$1]}" || rc=$?
+    printf '  psql(%s)> %s\n    (not sent: psql had exited with status %s; it printed:)\n' "$1" "$2" "$rc" >&2
+    sed 's/^/    /' "$work/$1.out" >&2
+    return 0
+  fi
+  printf '%s\n\\echo %s\n' "$2" "$mark" >&"${sfd[$1]}" || true
   # until the answer is there, or psql has exited (its connection was lost)
   for _ in $(seq 1 600); do
     grep -q "^$mark\$" "$work/$1.out" && break

@@ -278,6 +278,7 @@ done
 n=${#workloads[@]}
 cell=0
 start=$SECONDS
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 for c in $clients_list; do
   for t in $rtts; do
     for i in $(seq 0 $((n - 1))); do
@@ -293,7 +294,9 @@ for c in $clients_list; do
       -c "VACUUM sandbox_store.instances, sandbox_store.leases"
   done
 done
-say "runs took $((SECONDS - start)) s"
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+runs_secs=$((SECONDS - start))
+say "runs took $runs_secs s (load average $load_start at the start, $load_end at the end)"
 
 # --- report -------------------------------------------------------------------------------
 
@@ -315,6 +318,7 @@ psql_db -At -c "COPY (SELECT * FROM bench_redis ORDER BY clients, target_ms, job
   echo "(sandbox_store / Redis). The RTT is the one measured on PostgreSQL (SELECT 1, $proxy_base ms at 0)"
   echo "and on Redis (PING, $rbase ms at 0): $(for t in $rtts; do printf '%s: %s / %s ms; ' "$t" "${measured[$t]}" "${redis_rtt[$t]}"; done)"
   echo "Redis lock misses back off from ${backoff} us to ${backoff_cap} us (see bench/redis/redis-bench.c)."
+  echo "The runs took $runs_secs s; load average $load_start at the start, $load_end at the end."
   echo
   echo "| job | clients | RTT ms | sandbox_store, synchronous_commit on | Redis, appendfsync always | **on / always** | sandbox_store, synchronous_commit off | Redis, appendfsync everysec | **off / everysec** | proxy cores |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -373,6 +377,6 @@ cat "$out/redis.md"
 redis_stop
 
 if [ "$semantics" = 1 ]; then
-  REDIS_BENCH=$work/redis-bench "$here/redis-semantics.sh" | tee "$out/redis-semantics.log"
+  REDIS_BENCH=$work/redis-bench "$here/redis-semantics.sh" 2>&1 | tee "$out/redis-semantics.log"
 fi
 say "ok: outputs in $out (redis.md, redis.tsv, redis-bench.log$([ "$semantics" != 1 ] || echo ', redis-semantics.md'))"
