@@ -251,10 +251,9 @@ one_job(struct client *cl, long seq)
 {
 	char key[200], rec[210], lock[210], token[64], run[32], sbx[48], thread[120];
 	redisReply *r;
-	long k;
 
-	snprintf(token, sizeof(token), "%d-%ld-%08x%08x", cl->id, seq, rand_r(&cl->seed),
-			 rand_r(&cl->seed));
+	snprintf(token, sizeof(token), "%d-%ld-%08x%08x", cl->id, seq, (unsigned int) rand_r(&cl->seed),
+			 (unsigned int) rand_r(&cl->seed));
 	snprintf(run, sizeof(run), "run-%d", rand_r(&cl->seed) % 999999999 + 1);
 	if (mode == M_CREATE)
 	{
@@ -263,9 +262,9 @@ one_job(struct client *cl, long seq)
 	}
 	else
 	{
-		k = rows <= 1 ? 1
-					  : 1 + (long) (((uint64_t) rand_r(&cl->seed) << 16 ^ rand_r(&cl->seed)) %
-									(uint64_t) rows);
+		long k = rows <= 1 ? 1
+						   : 1 + (long) (((uint64_t) rand_r(&cl->seed) << 16 ^ rand_r(&cl->seed)) %
+										 (uint64_t) rows);
 		snprintf(key, sizeof(key), "tenant-%ld/thread-%ld/sbx/e2b", k % 1000, k);
 		snprintf(thread, sizeof(thread), "tenant-%ld/thread-%ld", k % 1000, k);
 	}
@@ -467,7 +466,7 @@ main(int argc, char **argv)
 		uint64_t t0 = now_ns();
 
 		snprintf(lock, sizeof(lock), "lock:%s", fixed_key);
-		snprintf(token, sizeof(token), "%d-%08x", (int) getpid(), rand_r(&one.seed));
+		snprintf(token, sizeof(token), "%d-%08x", (int) getpid(), (unsigned int) rand_r(&one.seed));
 		take_lock(&one, lock, token);
 		if (mode == M_ACQUIRE)
 		{
