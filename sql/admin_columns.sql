@@ -14,6 +14,9 @@
 \i sql/include/fresh.sql
 ALTER EVENT TRIGGER sandbox_store_guard DISABLE;
 CREATE ROLE ac_app;
+-- (So that SET ROLE works for a non-superuser too: the SQL edition's suites
+-- run as one with CREATEROLE.)
+GRANT ac_app TO CURRENT_USER;
 GRANT USAGE ON SCHEMA sandbox_store TO ac_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO ac_app;
 
