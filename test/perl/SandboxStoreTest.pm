@@ -159,7 +159,7 @@ sub install_sandbox_store
 	$node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store') if $edition eq 'pg_tle';
 	my $got = $node->safe_psql('postgres',
 		q{SELECT edition || ' ' || (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) FROM sandbox_store.edition()});
-	die "sandbox_store.edition() and rolsuper say $got, not $edition f" unless $got eq "$edition f";
+	die "sandbox_store.edition() and rolsuper say $got, not $edition false" unless $got eq "$edition false";
 	return;
 }
 

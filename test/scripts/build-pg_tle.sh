@@ -18,6 +18,8 @@
 # pg_tle-1.5.2-pgMAJOR-HASH (HASH: of the path of the server's pg_config),
 # the build log beside it.  Reused while its stamp names the same tarball (by
 # checksum) and the same server (path and version); anything else is rebuilt.
+# A user that cannot write that cache (postgres, running the suites) uses a
+# finished build there, else builds into its own.
 # The source comes from SB_VENDOR_DIR (default: shared/vendor in the
 # directory that holds the clone).  Takes about 10 s; needs flex (make deps).
 # Progress goes to stderr, only the pg_config path to stdout.
@@ -38,24 +40,25 @@ pgversion=$("$pgc" --version)
 major=$(sed -E 's/^PostgreSQL ([0-9]+).*/\1/' <<<"$pgversion")
 vendor=${SB_VENDOR_DIR:-$sb_top/../shared/vendor}
 
-sb_pg_cache
 key=pg_tle-$version-pg$major-$(sha256sum <<<"$pgc" | cut -c1-8)
+want=
+[ -f "$vendor/$tarball" ] && want="$tarball $(sha256sum "$vendor/$tarball" | cut -d' ' -f1) $pgc $pgversion"
+
+# A finished build of the same tarball and server, in the cache a root run
+# made (/var/cache/sandbox_store: read-only to the postgres user the suites
+# run as) or in this user's; without the source here, any finished build.
+for cache in ${SB_PG_CACHE:-/var/cache/sandbox_store} "$HOME/.cache/sandbox_store"; do
+  stamp=$cache/$key.build copy_pgc=$cache/$key$bindir/pg_config
+  if [ -f "$stamp" ] && [ -x "$copy_pgc" ] && { [ -z "$want" ] || [ "$(cat "$stamp")" = "$want" ]; }; then
+    echo "$copy_pgc"
+    exit 0
+  fi
+done
+[ -n "$want" ] || fail "$vendor/$tarball not found (set SB_VENDOR_DIR) and no cached build of it"
+
+sb_pg_cache
 root=$sb_cache/$key stamp=$sb_cache/$key.build log=$sb_cache/$key.log
 copy_pgc=$root$bindir/pg_config
-
-if [ -f "$vendor/$tarball" ]; then
-  want="$tarball $(sha256sum "$vendor/$tarball" | cut -d' ' -f1) $pgc $pgversion"
-elif [ -f "$stamp" ] && [ -x "$copy_pgc" ]; then
-  # No source here, but a finished build is: use it.
-  echo "$copy_pgc"
-  exit 0
-else
-  fail "$vendor/$tarball not found (set SB_VENDOR_DIR) and no cached build in $root"
-fi
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$copy_pgc" ]; then
-  echo "$copy_pgc"
-  exit 0
-fi
 
 command -v flex >/dev/null || fail "flex not found (make deps installs it)"
 rm -f "$stamp"

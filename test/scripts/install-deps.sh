@@ -17,7 +17,7 @@ packages=(
   sqlsmith                          # test/t/008_fuzz.pl
   libasan8 libubsan1                # make memcheck
   gnuplot-nox                       # make bench (the plot)
-  bison flex libssl-dev libzstd-dev liblz4-dev libreadline-dev zlib1g-dev  # make matrix: PostgreSQL 16-19 from source
+  bison flex libssl-dev libzstd-dev liblz4-dev libreadline-dev zlib1g-dev  # make matrix: PostgreSQL 16-19 from source; flex: pg_tle (build-pg_tle.sh)
   libkrb5-dev libselinux1-dev libxslt1-dev libpam0g-dev libcurl4-openssl-dev  # citus from source (build-citus.sh)
 )
 
