@@ -6,10 +6,11 @@ EXTENSION = sandbox_store
 MODULE_big = sandbox_store
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 EXT_VERSION := $(shell sed -n "s/^default_version = '\\(.*\\)'$$/\\1/p" $(EXTENSION).control)
-# The install script of the current version is put together from
-# src/sql/parts by src/sql/build.sh (src/sql/editions.mk); older versions'
-# scripts and every update script are kept as written.
-DATA_built = src/sql/$(EXTENSION)--$(EXT_VERSION).sql
+# The install script of the current version, and the update scripts with an
+# .sql.in, are put together from src/sql/parts by src/sql/build.sh
+# (src/sql/editions.mk); older scripts are kept as written.
+DATA_built = src/sql/$(EXTENSION)--$(EXT_VERSION).sql \
+	$(patsubst %.sql.in,%.sql,$(wildcard src/sql/$(EXTENSION)--*--*.sql.in))
 DATA = $(filter-out $(DATA_built),$(wildcard src/sql/$(EXTENSION)--*.sql))
 PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"
 

@@ -1,7 +1,7 @@
 # bench/bench.mk: the benchmarks (included by the Makefile; BENCHMARKS.md
 # reports them and says how long each takes).
 
-.PHONY: bench bench-rtt bench-citus
+.PHONY: bench bench-rtt bench-citus bench-checkpoints
 
 # Every workload beside plain SQL and PL/pgSQL, on a throwaway cluster.
 bench: installed
@@ -16,3 +16,8 @@ bench-rtt: installed
 # Citus 13.2.2 on 15 beside Citus 14.0.1 on 18 (bench/citus.sh).
 bench-citus: installed
 	bench/citus.sh
+
+# The checkpoint store beside a bare table: append, get, list, the writer
+# lease cycle (bench/checkpoints.sh).
+bench-checkpoints: installed
+	test/scripts/with-cluster.sh bench/checkpoints.sh

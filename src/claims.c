@@ -466,6 +466,20 @@ flush_fences(void)
 }
 
 /*
+ * A fence above `above`, drawn as for a claim and made durable: for claims
+ * the SQL-level code takes itself (the checkpoint writers,
+ * sandbox_store._draw_claim_fence).
+ */
+int64
+sb_draw_claim_fence(int64 above)
+{
+	int64 fence = draw_fence(above);
+
+	flush_fences();
+	return fence;
+}
+
+/*
  * With the key's advisory lock held: take the key's claim for lease.  False
  * if a live claim holds it.
  */

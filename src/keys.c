@@ -3,7 +3,9 @@
  * keys.c
  *	  The SQL functions that take a key and do nothing else, in lock mode
  *	  (sandbox_lock, sandbox_try_lock) and in lease mode (sandbox_claim,
- *	  sandbox_renew, sandbox_release).
+ *	  sandbox_renew, sandbox_release); and the fence of a claim that SQL
+ *	  code takes itself (sandbox_store._draw_claim_fence, for the
+ *	  checkpoint writers).
  *
  * Each checks its arguments (validate.c), takes the key as take.c says
  * (waiting for its lock and for a live claim, or not at all), and reads or
@@ -23,6 +25,7 @@ PG_FUNCTION_INFO_V1(sandbox_try_lock);
 PG_FUNCTION_INFO_V1(sandbox_claim);
 PG_FUNCTION_INFO_V1(sandbox_renew);
 PG_FUNCTION_INFO_V1(sandbox_release);
+PG_FUNCTION_INFO_V1(sandbox_draw_claim_fence);
 
 /* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */
 Datum
@@ -145,4 +148,25 @@ sandbox_release(PG_FUNCTION_ARGS)
 	released = sb_release_claim(key, token);
 	sb_spi_finish();
 	PG_RETURN_BOOL(released);
+}
+
+/*
+ * sandbox_store._draw_claim_fence(above bigint) RETURNS bigint: a new fence
+ * above `above` from fence_seq, drawn as sandbox_claim draws one and
+ * flushed.  Internal: granted to nobody; the checkpoint writer functions
+ * call it as the extension's owner.
+ */
+Datum
+sandbox_draw_claim_fence(PG_FUNCTION_ARGS)
+{
+	int64 above;
+	int64 fence;
+
+	if (PG_ARGISNULL(0))
+		elog(ERROR, "sandbox_store._draw_claim_fence called with NULL");
+	above = PG_GETARG_INT64(0);
+	sb_spi_connect();
+	fence = sb_draw_claim_fence(above);
+	sb_spi_finish();
+	PG_RETURN_INT64(fence);
 }

@@ -187,6 +187,7 @@ extern SbClaimState sb_claim_state(const text *key, SbClaim *claim);
 extern bool sb_retire_claim(const text *key);
 extern bool sb_key_free(const text *key, SbClaim *claim);
 extern bool sb_take_claim(const text *key, const Interval *lease, SbClaim *claim);
+extern int64 sb_draw_claim_fence(int64 above);
 extern bool sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease,
 						   TimestampTz *expires);
 extern bool sb_release_claim(const text *key, const pg_uuid_t *token);

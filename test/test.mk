@@ -60,7 +60,7 @@ stresscheck:
 	test/stress/run.sh
 	test/stress/rr_upsert.sh
 
-tapcheck:
+tapcheck: sql-edition
 	$(prove_installcheck)
 
 # On a citus coordinator and two workers of the server of PG_CONFIG (Citus

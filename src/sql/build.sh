@@ -2,6 +2,9 @@
 # build.sh EDITION VERSION: write one install script of sandbox_store to
 # stdout, put together from the parts in src/sql/parts (each written once):
 #
+#   expand  (build.sh expand FILE.in VERSION) a C-edition update script: FILE.in
+#           with each line "-- @include NAME" replaced by parts/NAME.sql
+#
 #   c       the C edition's sandbox_store--VERSION.sql, run by CREATE EXTENSION
 #   plain   the SQL edition as a plain script, run with psql -f
 #   pg_tle  the SQL edition as a pg_tle registration: after it,
@@ -25,8 +28,8 @@ tag='$_sandbox_store_$'
 # The extension's objects, for the edition's functions.
 body() {
 	case $1 in
-	c) class=21314 files="schema edition functions-c comments distribute guard event-trigger grants" ;;
-	*) class=1 files="schema edition functions-sql comments distribute grants" ;;
+	c) class=21314 files="schema key-locks edition functions-c draw-claim-fence-c checkpoints comments distribute guard-changes guard event-trigger grants" ;;
+	*) class=1 files="schema key-locks edition functions-sql checkpoints comments distribute grants" ;;
 	esac
 	for f in $files; do
 		cat "$parts/$f.sql"
@@ -35,6 +38,17 @@ body() {
 }
 
 case $edition in
+expand)
+	# build.sh expand FILE.in VERSION
+	in=$2
+	version=$3
+	while IFS= read -r line; do
+		case $line in
+		"-- @include "*) cat "$parts/${line#-- @include }.sql" ;;
+		*) printf '%s\n' "$line" ;;
+		esac
+	done <"$in" | sed -e "s/@KEY_LOCK_CLASS@/21314/g" -e "s/@VERSION@/$version/g"
+	;;
 c)
 	cat <<EOF
 /* sandbox_store--$version.sql: the whole extension at version $version, in one file */
@@ -81,8 +95,10 @@ BEGIN
       FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'sandbox_store';
     IF installed IS NOT NULL THEN
         SELECT l.lanname INTO language
-          FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
-         WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('sandbox_store.sandbox_get(pg_catalog.text)');
+          FROM pg_catalog.pg_proc p
+          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+          JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+         WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store' AND p.proname OPERATOR(pg_catalog.=) 'sandbox_get';
         RAISE EXCEPTION USING
             ERRCODE = 'duplicate_object',
             MESSAGE = 'sandbox_store is already installed in this database',

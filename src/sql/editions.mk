@@ -13,6 +13,9 @@ SQL_EDITION = dist/$(EXTENSION)-$(EXT_VERSION).sql dist/$(EXTENSION)-$(EXT_VERSI
 src/sql/$(EXTENSION)--$(EXT_VERSION).sql: $(EDITION_SOURCES)
 	$(srcdir)/src/sql/build.sh c $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
 
+src/sql/%.sql: src/sql/%.sql.in $(EDITION_SOURCES)
+	$(srcdir)/src/sql/build.sh expand $< $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+
 dist/$(EXTENSION)-$(EXT_VERSION).sql: $(EDITION_SOURCES)
 	@mkdir -p dist
 	$(srcdir)/src/sql/build.sh plain $(EXT_VERSION) > $@.tmp && mv $@.tmp $@

@@ -363,6 +363,21 @@ BEGIN
 END
 $$;
 
+-- A fence for a claim that SQL code takes itself (the checkpoint writers):
+-- drawn and kept as for sandbox_claim.
+CREATE FUNCTION sandbox_store._draw_claim_fence(above pg_catalog.int8)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    f pg_catalog.int8 := sandbox_store._draw_fence(above);
+BEGIN
+    PERFORM sandbox_store._keep_fence();
+    RETURN f;
+END
+$$;
+
 -- Take the key's lock with lock_timeout set to ms for this wait only (the
 -- SET clause restores the caller's value on the way out, also on error).
 CREATE FUNCTION sandbox_store._lock_within(lock_id pg_catalog.int8, ms pg_catalog.int8)
@@ -1154,6 +1169,7 @@ REVOKE ALL ON FUNCTION
     sandbox_store._current_record(pg_catalog.text),
     sandbox_store._draw_fence(pg_catalog.int8),
     sandbox_store._keep_fence(),
+    sandbox_store._draw_claim_fence(pg_catalog.int8),
     sandbox_store._lock_within(pg_catalog.int8, pg_catalog.int8),
     sandbox_store._retire(pg_catalog.text),
     sandbox_store._take(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval),

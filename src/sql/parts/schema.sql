@@ -10,6 +10,25 @@ DECLARE
     trusted boolean;
     installed pg_catalog.text;
 BEGIN
+    -- (From the catalogs only: nothing in an existing schema is run.)
+    IF EXISTS (SELECT FROM pg_catalog.pg_proc p
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+                WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store'
+                  AND p.proname OPERATOR(pg_catalog.=) 'sandbox_get') THEN
+        SELECT pg_catalog.format('plain edition, version %s',
+                                 COALESCE(pg_catalog.max(pg_catalog.substring(p.prosrc, 'extversion, ''([0-9.]+)''')), 'unknown'))
+          INTO installed
+          FROM pg_catalog.pg_proc p
+          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+         WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store' AND p.proname OPERATOR(pg_catalog.=) 'edition';
+    END IF;
+    IF installed IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'duplicate_object',
+            MESSAGE = 'sandbox_store is already installed in this database',
+            DETAIL = pg_catalog.format('Schema sandbox_store already holds sandbox_store (%s), installed without CREATE EXTENSION.', installed),
+            HINT = 'Keep one edition per database.  To change editions, save the records and claims, drop schema sandbox_store and install again, as the reference''s "Moving between editions" describes.';
+    END IF;
     SELECT r.rolname, r.rolsuper OR r.rolname OPERATOR(pg_catalog.=) CURRENT_USER
       INTO owner_name, trusted
       FROM pg_catalog.pg_namespace n
@@ -21,19 +40,6 @@ BEGIN
             MESSAGE = pg_catalog.format('schema "sandbox_store" already exists and belongs to role %I', owner_name),
             DETAIL = 'The extension installs into that schema, and its owner could replace the extension''s objects.',
             HINT = 'Drop the schema, or make a superuser its owner (ALTER SCHEMA sandbox_store OWNER TO ...), and run CREATE EXTENSION again.';
-    END IF;
-    IF pg_catalog.to_regprocedure('sandbox_store.edition()') IS NOT NULL THEN
-        EXECUTE 'SELECT pg_catalog.format(''%s edition, version %s'', e.edition, e.version) FROM sandbox_store.edition() e'
-           INTO installed;
-    ELSIF pg_catalog.to_regproc('sandbox_store.sandbox_ensure') IS NOT NULL THEN
-        installed := 'unknown edition';
-    END IF;
-    IF installed IS NOT NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'duplicate_object',
-            MESSAGE = 'sandbox_store is already installed in this database',
-            DETAIL = pg_catalog.format('Schema sandbox_store already holds sandbox_store (%s), installed without CREATE EXTENSION.', installed),
-            HINT = 'Keep one edition per database.  To change editions, save the records and claims, drop schema sandbox_store and install again, as the reference''s "Moving between editions" describes.';
     END IF;
 END
 $$;
@@ -117,28 +123,6 @@ SELECT key, fence, owner_token, lease_expires_at
    AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp();
 COMMENT ON VIEW sandbox_store.claims IS
 'Live claims: keys held in lease mode, with their fence, owner token and expiry.';
-
--- The key locks of this database, as pg_locks shows them, so that tests,
--- monitoring queries and operators never spell out the lock-tag class
--- (objsubid @KEY_LOCK_CLASS@): who holds (granted) and who waits for each key's lock.
--- lock_id is sandbox_lock_id(key) of the key.  pg_locks shows every
--- database's locks; this view, this database's keys only.
-CREATE VIEW sandbox_store.key_locks AS
-SELECT l.pid,
-       l.granted,
-       (l.classid::pg_catalog.int8 OPERATOR(pg_catalog.<<) 32)
-         OPERATOR(pg_catalog.|) l.objid::pg_catalog.int8 AS lock_id,
-       l.mode,
-       l.virtualtransaction,
-       l.waitstart
-  FROM pg_catalog.pg_locks l
- WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory'
-   AND l.objsubid OPERATOR(pg_catalog.=) @KEY_LOCK_CLASS@
-   AND l.database OPERATOR(pg_catalog.=)
-       (SELECT d.oid FROM pg_catalog.pg_database d
-         WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
-COMMENT ON VIEW sandbox_store.key_locks IS
-'Key locks of this database: the backend (pid; NULL for a prepared transaction), whether it holds (granted) or waits, and the key''s lock id (sandbox_lock_id(key)).';
 
 -- The row sandbox_ensure returns.
 CREATE TYPE sandbox_store.ensure_result AS (

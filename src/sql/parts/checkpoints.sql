@@ -1,0 +1,604 @@
+-- Sandbox checkpoints (1.4): the append-only chain of a thread's saved
+-- sandbox states (files, conversation, artifacts), its head, the
+-- references of the content-addressed blobs they point to, and the single
+-- writer per thread.  The same SQL in both editions (PL/pgSQL); only the
+-- fence draw, sandbox_store._draw_claim_fence(), is each edition's own.
+--
+-- A thread's writer holds a claim, in sandbox_store.leases, on the reserved
+-- key E'\x01checkpoint-writer\x01' || thread_id, with a fence from fence_seq
+-- like every claim.  Every write (append, delete_head, fork) is one call:
+-- it locks the writer's lease row, checks owner token, fence and expiry,
+-- then the head, and writes, in one transaction, so two writers, or a stale
+-- writer after a takeover, never both succeed.  The clock is the database
+-- server's (clock_timestamp()), or, for tests, the time the caller passes
+-- as at (every call of one store must then pass the same clock).
+--
+-- Errors carry SQLSTATEs of their own, SBC01..SBC10, which the TypeScript
+-- client maps to the SANDBOX_SNAPSHOT_* codes; a lost writer is SB001, as
+-- for any lost claim.
+
+CREATE TABLE sandbox_store.checkpoints (
+    id         pg_catalog.text NOT NULL,
+    thread_id  pg_catalog.text NOT NULL,
+    parent_id  pg_catalog.text,
+    created_at pg_catalog.int8 NOT NULL,
+    checkpoint pg_catalog.jsonb NOT NULL,
+    CONSTRAINT checkpoints_pkey PRIMARY KEY (id),
+    CONSTRAINT checkpoints_id_length CHECK (pg_catalog.octet_length(id) BETWEEN 1 AND 1024),
+    CONSTRAINT checkpoints_thread_id_length CHECK (pg_catalog.octet_length(thread_id) BETWEEN 1 AND 1000)
+);
+-- checkpoint_list(thread_id): by created_at, then id as UTF-8 bytes.
+CREATE INDEX checkpoints_thread_order_idx
+    ON sandbox_store.checkpoints (thread_id, created_at, id COLLATE "C");
+SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoints', '');
+COMMENT ON TABLE sandbox_store.checkpoints IS
+'Sandbox checkpoints, immutable once appended: id, thread, parent, createdAt (epoch ms) and the whole checkpoint as jsonb. Written only through the checkpoint_* functions.';
+
+CREATE TABLE sandbox_store.checkpoint_heads (
+    thread_id pg_catalog.text NOT NULL,
+    head_id   pg_catalog.text NOT NULL,
+    CONSTRAINT checkpoint_heads_pkey PRIMARY KEY (thread_id)
+);
+SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoint_heads', '');
+COMMENT ON TABLE sandbox_store.checkpoint_heads IS
+'The head checkpoint of each thread that has one.';
+
+CREATE TABLE sandbox_store.checkpoint_blobs (
+    key      pg_catalog.text NOT NULL,
+    refcount pg_catalog.int8 NOT NULL,
+    CONSTRAINT checkpoint_blobs_pkey PRIMARY KEY (key),
+    CONSTRAINT checkpoint_blobs_refcount_positive CHECK (refcount OPERATOR(pg_catalog.>) 0)
+);
+SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoint_blobs', '');
+COMMENT ON TABLE sandbox_store.checkpoint_blobs IS
+'Blob keys the stored checkpoints point to, with how many checkpoints point to each; a key no checkpoint points to is deleted.';
+
+-- The reserved claim key of a thread's checkpoint writer.
+CREATE FUNCTION sandbox_store._writer_key(thread_id pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT E'\x01checkpoint-writer\x01' OPERATOR(pg_catalog.||) thread_id $$;
+
+-- A checkpoint error (SQLSTATE SBCnn or SB001), message and detail given.
+CREATE FUNCTION sandbox_store._checkpoint_error(state pg_catalog.text, message pg_catalog.text,
+                                                detail pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = state, MESSAGE = message, DETAIL = detail;
+END
+$$;
+
+-- An id argument (checkpoint or thread): a string of 1..max_bytes bytes.
+-- (Text in the database is always well-formed Unicode: a JSON string with a
+-- lone surrogate escape is refused where the jsonb is read, 22P05, and the
+-- client refuses such strings before sending them.)
+CREATE FUNCTION sandbox_store._checkpoint_id(v pg_catalog.text, what pg_catalog.text,
+                                             max_bytes pg_catalog.int4)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF v IS NULL OR octet_length(v) NOT BETWEEN 1 AND max_bytes THEN
+        PERFORM sandbox_store._checkpoint_error('SBC07', format('invalid %s', what),
+            format('A %s is a string of 1 to %s bytes; the value given is %s.', what, max_bytes,
+                   CASE WHEN v IS NULL THEN 'missing' ELSE octet_length(v) || ' bytes long' END));
+    END IF;
+END
+$$;
+
+-- An entry of a checkpoint that is not as the contract says: SBC08.
+CREATE FUNCTION sandbox_store._invalid_entry(detail pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'SBC08', MESSAGE = 'invalid checkpoint entry', DETAIL = detail;
+END
+$$;
+
+-- Check a checkpoint before it is stored: its ids (SBC07), then its fields
+-- and entries (SBC08).
+CREATE FUNCTION sandbox_store._checkpoint_valid(c pg_catalog.jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    e pg_catalog.jsonb;
+    bad pg_catalog.text;
+BEGIN
+    IF jsonb_typeof(c) IS DISTINCT FROM 'object' THEN
+        PERFORM sandbox_store._invalid_entry('A checkpoint is a JSON object.');
+    END IF;
+    IF jsonb_typeof(c -> 'id') IS DISTINCT FROM 'string' THEN
+        PERFORM sandbox_store._checkpoint_id(NULL, 'checkpoint id', 1024);
+    END IF;
+    PERFORM sandbox_store._checkpoint_id(c ->> 'id', 'checkpoint id', 1024);
+    IF jsonb_typeof(c -> 'threadId') IS DISTINCT FROM 'string' THEN
+        PERFORM sandbox_store._checkpoint_id(NULL, 'thread id', 1000);
+    END IF;
+    PERFORM sandbox_store._checkpoint_id(c ->> 'threadId', 'thread id', 1000);
+    IF jsonb_typeof(c -> 'parentCheckpointId') NOT IN ('string', 'null') THEN
+        PERFORM sandbox_store._checkpoint_id(NULL, 'parent checkpoint id', 1024);
+    END IF;
+    IF jsonb_typeof(c -> 'parentCheckpointId') = 'string' THEN
+        PERFORM sandbox_store._checkpoint_id(c ->> 'parentCheckpointId', 'parent checkpoint id', 1024);
+    END IF;
+
+    IF (CASE WHEN jsonb_typeof(c -> 'createdAt') IS DISTINCT FROM 'number' THEN true
+             ELSE (c ->> 'createdAt')::pg_catalog.numeric OPERATOR(pg_catalog.<>) trunc((c ->> 'createdAt')::pg_catalog.numeric)
+                  OR (c ->> 'createdAt')::pg_catalog.numeric NOT BETWEEN -8640000000000000 AND 8640000000000000 END) THEN
+        PERFORM sandbox_store._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
+    END IF;
+    IF jsonb_typeof(c -> 'reason') IS DISTINCT FROM 'string'
+       OR c ->> 'reason' NOT IN ('automatic', 'named', 'fork-root') THEN
+        PERFORM sandbox_store._invalid_entry('reason is "automatic", "named" or "fork-root".');
+    END IF;
+    IF jsonb_typeof(c -> 'label') NOT IN ('string', 'null') THEN
+        PERFORM sandbox_store._invalid_entry('label is a string when present.');
+    END IF;
+    IF jsonb_typeof(c -> 'sourceRunId') NOT IN ('string', 'null') THEN
+        PERFORM sandbox_store._invalid_entry('sourceRunId is a string when present.');
+    END IF;
+    IF NOT (c ? 'conversation') THEN
+        PERFORM sandbox_store._invalid_entry('conversation is required (the model messages).');
+    END IF;
+
+    -- files: {path, kind: 'file', blobKey, size} or {path, kind: 'dir'}.
+    -- (Set-based: one pass over the entries, the first bad one reported;
+    -- then duplicates and entries beneath a file, by hashing, not pairs.)
+    IF jsonb_typeof(c -> 'files') IS DISTINCT FROM 'array' THEN
+        PERFORM sandbox_store._invalid_entry('files is an array.');
+    END IF;
+    SELECT r INTO bad FROM (
+        SELECT i, CASE
+            WHEN jsonb_typeof(ent) IS DISTINCT FROM 'object' OR jsonb_typeof(ent -> 'path') IS DISTINCT FROM 'string'
+                THEN 'Each file entry is an object with a path.'
+            WHEN ent ->> 'path' !~ '^[^/\\]+(/[^/\\]+)*$' OR ent ->> 'path' ~ '(^|/)\.\.?(/|$)'
+                THEN format('Path %s is not a normalized relative path.', ent -> 'path')
+            WHEN ent ->> 'kind' = 'file' AND (jsonb_typeof(ent -> 'blobKey') IS DISTINCT FROM 'string'
+                                         OR ent ->> 'blobKey' !~ '^sandbox-files/sha256/[0-9a-f]{64}$')
+                THEN format('The blob key of file %s is not sandbox-files/sha256/ and 64 lowercase hex digits.', ent -> 'path')
+            WHEN ent ->> 'kind' = 'file' AND (jsonb_typeof(ent -> 'size') IS DISTINCT FROM 'number' OR ent ->> 'size' !~ '^[0-9]+$')
+                THEN format('The size of file %s is not a whole number of bytes.', ent -> 'path')
+            WHEN ent ->> 'kind' IS DISTINCT FROM 'file' AND ent ->> 'kind' IS DISTINCT FROM 'dir'
+                THEN format('Entry %s has kind %s; a kind is "file" or "dir".', ent -> 'path', COALESCE(ent -> 'kind', 'null'))
+            END AS r
+          FROM jsonb_array_elements(c -> 'files') WITH ORDINALITY x(ent, i)) s
+     WHERE r IS NOT NULL ORDER BY i LIMIT 1;
+    IF bad IS NOT NULL THEN
+        PERFORM sandbox_store._invalid_entry(bad);
+    END IF;
+    SELECT f ->> 'path' INTO bad FROM jsonb_array_elements(c -> 'files') f
+     GROUP BY f ->> 'path' HAVING count(*) > 1 LIMIT 1;
+    IF bad IS NOT NULL THEN
+        PERFORM sandbox_store._invalid_entry(format('Path %s is listed more than once.', to_jsonb(bad)));
+    END IF;
+    -- An entry beneath a file: ordered by path || '/' as bytes, everything
+    -- beneath an entry comes right after it, so a file is followed by an
+    -- entry beneath it exactly when any entry is beneath it.
+    SELECT s.next_path INTO bad FROM (
+        SELECT ent ->> 'kind' AS kind, (ent ->> 'path') || '/' AS prefix,
+               lead(ent ->> 'path') OVER (ORDER BY ((ent ->> 'path') || '/') COLLATE "C") AS next_path
+          FROM jsonb_array_elements(c -> 'files') ent) s
+     WHERE s.kind = 'file' AND starts_with(s.next_path, s.prefix) LIMIT 1;
+    IF bad IS NOT NULL THEN
+        PERFORM sandbox_store._invalid_entry(format('Path %s is beneath a file.', to_jsonb(bad)));
+    END IF;
+
+    -- artifacts: {artifactId, name, mimeType, size, blobKey, createdAt}.
+    IF jsonb_typeof(c -> 'artifacts') IS DISTINCT FROM 'array' THEN
+        PERFORM sandbox_store._invalid_entry('artifacts is an array.');
+    END IF;
+    FOR e IN SELECT * FROM jsonb_array_elements(c -> 'artifacts') LOOP
+        IF jsonb_typeof(e) IS DISTINCT FROM 'object'
+           OR jsonb_typeof(e -> 'artifactId') IS DISTINCT FROM 'string' OR e ->> 'artifactId' = ''
+           OR jsonb_typeof(e -> 'name') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(e -> 'mimeType') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(e -> 'size') IS DISTINCT FROM 'number'
+           OR jsonb_typeof(e -> 'createdAt') IS DISTINCT FROM 'number' THEN
+            PERFORM sandbox_store._invalid_entry('Each artifact has artifactId, name, mimeType, size, blobKey and createdAt.');
+        END IF;
+        IF jsonb_typeof(e -> 'blobKey') IS DISTINCT FROM 'string'
+           OR e ->> 'blobKey' !~ '^sandbox-artifacts/.' THEN
+            PERFORM sandbox_store._invalid_entry(format('The blob key of artifact %s is not under sandbox-artifacts/.', e -> 'artifactId'));
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- The blob keys a checkpoint points to, each once.
+CREATE FUNCTION sandbox_store._checkpoint_blob_keys(c pg_catalog.jsonb)
+RETURNS SETOF pg_catalog.text
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT DISTINCT k FROM (
+    SELECT f ->> 'blobKey' FROM jsonb_array_elements(c -> 'files') f WHERE f ->> 'kind' = 'file'
+    UNION ALL
+    SELECT a ->> 'blobKey' FROM jsonb_array_elements(c -> 'artifacts') a
+) s(k)
+$$;
+
+-- The blobs of a checkpoint that is stored (+1) or deleted (-1).
+CREATE FUNCTION sandbox_store._checkpoint_refs(c pg_catalog.jsonb, delta pg_catalog.int4)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF delta > 0 THEN
+        INSERT INTO sandbox_store.checkpoint_blobs AS b (key, refcount)
+        SELECT k, 1 FROM sandbox_store._checkpoint_blob_keys(c) k ORDER BY k COLLATE "C"
+        ON CONFLICT ON CONSTRAINT checkpoint_blobs_pkey DO UPDATE SET refcount = b.refcount + 1;
+    ELSE
+        -- (rows locked in key order, as the insert above takes them)
+        PERFORM FROM sandbox_store.checkpoint_blobs b
+          WHERE b.key IN (SELECT sandbox_store._checkpoint_blob_keys(c))
+          ORDER BY b.key COLLATE "C" FOR UPDATE;
+        DELETE FROM sandbox_store.checkpoint_blobs b
+         WHERE b.key IN (SELECT sandbox_store._checkpoint_blob_keys(c)) AND b.refcount = 1;
+        UPDATE sandbox_store.checkpoint_blobs b SET refcount = b.refcount - 1
+         WHERE b.key IN (SELECT sandbox_store._checkpoint_blob_keys(c));
+    END IF;
+END
+$$;
+
+-- The writer check of every write: writer_thread_id's lease row, locked,
+-- must hold owner_token and fence, unexpired at now, and be the writer of
+-- thread_id.  SB001 otherwise.
+CREATE FUNCTION sandbox_store._check_writer(thread_id pg_catalog.text, writer_thread_id pg_catalog.text,
+                                            owner_token pg_catalog.uuid, fence pg_catalog.int8,
+                                            now pg_catalog.timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    l record;
+BEGIN
+    IF writer_thread_id IS DISTINCT FROM thread_id THEN
+        PERFORM sandbox_store._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
+            format('The writer given holds thread %s, not this one.  Nothing was changed.', to_jsonb(writer_thread_id)));
+    END IF;
+    SELECT s.owner_token, s.fence, s.lease_expires_at INTO l
+      FROM ONLY sandbox_store.leases s
+     WHERE s.key OPERATOR(pg_catalog.=) sandbox_store._writer_key(thread_id)
+       FOR UPDATE;
+    IF l.owner_token IS NULL OR l.owner_token OPERATOR(pg_catalog.<>) $3
+       OR l.fence OPERATOR(pg_catalog.<>) $4 OR l.lease_expires_at OPERATOR(pg_catalog.<=) now THEN
+        PERFORM sandbox_store._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
+            CASE WHEN l.owner_token IS NULL THEN 'The thread has no writer: it was released or never taken.  Nothing was changed.'
+                 WHEN l.owner_token OPERATOR(pg_catalog.<>) $3 OR l.fence OPERATOR(pg_catalog.<>) $4
+                 THEN format('The thread''s writer has fence %s now: the lease was taken over.  Nothing was changed.', l.fence)
+                 ELSE format('The writer''s lease expired at %s.  Nothing was changed.', l.lease_expires_at) END);
+    END IF;
+END
+$$;
+
+-- The interface.
+
+CREATE FUNCTION sandbox_store.checkpoint_acquire_writer(
+    thread_id pg_catalog.text,
+    lease_ms pg_catalog.int8 DEFAULT 120000,
+    at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS TABLE (fence pg_catalog.int8, owner_token pg_catalog.uuid, expires_at pg_catalog.timestamptz)
+LANGUAGE plpgsql VOLATILE ROWS 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    k pg_catalog.text;
+    now pg_catalog.timestamptz := COALESCE($3, clock_timestamp());
+    cur record;
+BEGIN
+    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    IF $2 IS NULL OR $2 <= 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $2);
+    END IF;
+    k := sandbox_store._writer_key($1);
+    SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
+      FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE;
+    IF cur.owner_token IS NOT NULL AND cur.lease_expires_at > now THEN
+        PERFORM sandbox_store._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+            format('Its lease (fence %s) runs until %s.', cur.fence, cur.lease_expires_at));
+    END IF;
+    INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)
+    VALUES (k, sandbox_store._draw_claim_fence(COALESCE(cur.fence, 0)), gen_random_uuid(),
+            now + make_interval(secs => $2 / 1000.0))
+    ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
+       SET fence = EXCLUDED.fence, owner_token = EXCLUDED.owner_token,
+           lease_expires_at = EXCLUDED.lease_expires_at
+     WHERE l.owner_token IS NULL OR l.lease_expires_at OPERATOR(pg_catalog.<=) now
+    RETURNING l.fence, l.owner_token, l.lease_expires_at INTO fence, owner_token, expires_at;
+    IF NOT FOUND THEN
+        -- Another writer took the thread's first lease meanwhile.
+        PERFORM sandbox_store._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+            'Another writer took the lease at the same time.');
+    END IF;
+    RETURN NEXT;
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_renew_writer(
+    thread_id pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    fence pg_catalog.int8,
+    lease_ms pg_catalog.int8 DEFAULT 120000,
+    at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS pg_catalog.timestamptz
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    now pg_catalog.timestamptz := COALESCE($5, clock_timestamp());
+    expires pg_catalog.timestamptz;
+BEGIN
+    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    IF $4 IS NULL OR $4 <= 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $4);
+    END IF;
+    PERFORM sandbox_store._check_writer($1, $1, $2, $3, now);
+    UPDATE ONLY sandbox_store.leases l SET lease_expires_at = now + make_interval(secs => $4 / 1000.0)
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store._writer_key($1)
+    RETURNING l.lease_expires_at INTO expires;
+    RETURN expires;
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_release_writer(
+    thread_id pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+BEGIN
+    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store._writer_key($1)
+       AND l.owner_token OPERATOR(pg_catalog.=) $2 AND l.fence OPERATOR(pg_catalog.=) $3;
+    RETURN FOUND;
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_append(
+    checkpoint pg_catalog.jsonb,
+    expected_head_id pg_catalog.text,
+    writer_thread_id pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    fence pg_catalog.int8,
+    at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    v_id pg_catalog.text := $1 ->> 'id';
+    v_thread pg_catalog.text := $1 ->> 'threadId';
+    v_parent pg_catalog.text := $1 ->> 'parentCheckpointId';
+    v_head pg_catalog.text;
+BEGIN
+    PERFORM sandbox_store._checkpoint_valid($1);
+    PERFORM sandbox_store._check_writer(v_thread, $3, $4, $5, COALESCE($6, clock_timestamp()));
+    IF EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
+        PERFORM sandbox_store._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
+            'Checkpoints are immutable: an id is appended once.');
+    END IF;
+    SELECT h.head_id INTO v_head FROM sandbox_store.checkpoint_heads h
+     WHERE h.thread_id OPERATOR(pg_catalog.=) v_thread FOR UPDATE;
+    IF v_head IS DISTINCT FROM $2 THEN
+        PERFORM sandbox_store._checkpoint_error('SBC01', format('the head of thread %s is not the expected one', to_jsonb(v_thread)),
+            format('The head is %s; the append expected %s.', COALESCE(to_jsonb(v_head), 'null'), COALESCE(to_jsonb($2), 'null')));
+    END IF;
+    IF v_parent IS DISTINCT FROM $2 THEN
+        PERFORM sandbox_store._checkpoint_error('SBC02', format('the parent of checkpoint %s is not the head', to_jsonb(v_id)),
+            format('Its parent is %s; the head is %s.', COALESCE(to_jsonb(v_parent), 'null'), COALESCE(to_jsonb($2), 'null')));
+    END IF;
+    BEGIN
+        INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint)
+        VALUES (v_id, v_thread, v_parent, ($1 ->> 'createdAt')::pg_catalog.int8, $1);
+    EXCEPTION WHEN unique_violation THEN
+        PERFORM sandbox_store._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
+            'Checkpoints are immutable: an id is appended once.');
+    END;
+    INSERT INTO sandbox_store.checkpoint_heads AS h (thread_id, head_id) VALUES (v_thread, v_id)
+    ON CONFLICT ON CONSTRAINT checkpoint_heads_pkey DO UPDATE SET head_id = EXCLUDED.head_id;
+    PERFORM sandbox_store._checkpoint_refs($1, 1);
+    RETURN v_id;
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_delete_head(
+    thread_id pg_catalog.text,
+    checkpoint_id pg_catalog.text,
+    writer_thread_id pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    fence pg_catalog.int8,
+    at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    head pg_catalog.text;
+    gone record;
+BEGIN
+    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store._checkpoint_id($2, 'checkpoint id', 1024);
+    PERFORM sandbox_store._check_writer($1, $3, $4, $5, COALESCE($6, clock_timestamp()));
+    SELECT h.head_id INTO head FROM sandbox_store.checkpoint_heads h
+     WHERE h.thread_id OPERATOR(pg_catalog.=) $1 FOR UPDATE;
+    IF head IS DISTINCT FROM $2 THEN
+        PERFORM sandbox_store._checkpoint_error('SBC04', format('checkpoint %s is not the head of thread %s', to_jsonb($2), to_jsonb($1)),
+            format('The head is %s.', COALESCE(to_jsonb(head), 'null')));
+    END IF;
+    DELETE FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $2
+    RETURNING c.parent_id, c.checkpoint INTO gone;
+    IF gone.parent_id IS NULL THEN
+        DELETE FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $1;
+    ELSE
+        UPDATE sandbox_store.checkpoint_heads h SET head_id = gone.parent_id
+         WHERE h.thread_id OPERATOR(pg_catalog.=) $1;
+    END IF;
+    PERFORM sandbox_store._checkpoint_refs(gone.checkpoint, -1);
+    RETURN gone.parent_id;
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_fork(
+    source_thread_id pg_catalog.text,
+    source_checkpoint_id pg_catalog.text,
+    destination_thread_id pg_catalog.text,
+    destination_checkpoint_id pg_catalog.text,
+    created_at pg_catalog.int8,
+    writer_thread_id pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    fence pg_catalog.int8,
+    at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    v_source pg_catalog.jsonb;
+    v_copy pg_catalog.jsonb;
+BEGIN
+    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store._checkpoint_id($2, 'checkpoint id', 1024);
+    PERFORM sandbox_store._checkpoint_id($3, 'thread id', 1000);
+    PERFORM sandbox_store._checkpoint_id($4, 'checkpoint id', 1024);
+    IF $5 IS NULL OR $5 NOT BETWEEN -8640000000000000 AND 8640000000000000 THEN
+        PERFORM sandbox_store._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
+    END IF;
+    PERFORM sandbox_store._check_writer($3, $6, $7, $8, COALESCE($9, clock_timestamp()));
+    SELECT c.checkpoint INTO v_source FROM sandbox_store.checkpoints c
+     WHERE c.id OPERATOR(pg_catalog.=) $2 AND c.thread_id OPERATOR(pg_catalog.=) $1;
+    IF v_source IS NULL THEN
+        PERFORM sandbox_store._checkpoint_error('SBC09', format('checkpoint %s of thread %s does not exist', to_jsonb($2), to_jsonb($1)),
+            'A fork copies a stored checkpoint.');
+    END IF;
+    IF EXISTS (SELECT FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $3)
+       OR EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.thread_id OPERATOR(pg_catalog.=) $3) THEN
+        PERFORM sandbox_store._checkpoint_error('SBC10', format('thread %s already has checkpoints', to_jsonb($3)),
+            'A fork makes the first checkpoint of an empty thread.');
+    END IF;
+    v_copy := v_source || jsonb_build_object('id', $4, 'threadId', $3, 'parentCheckpointId', NULL,
+                                         'createdAt', $5, 'reason', 'fork-root');
+    BEGIN
+        INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint)
+        VALUES ($4, $3, NULL, $5, v_copy);
+    EXCEPTION WHEN unique_violation THEN
+        PERFORM sandbox_store._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb($4)),
+            'Checkpoints are immutable: an id is appended once.');
+    END;
+    INSERT INTO sandbox_store.checkpoint_heads (thread_id, head_id) VALUES ($3, $4);
+    PERFORM sandbox_store._checkpoint_refs(v_copy, 1);
+    RETURN $4;
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_get(id pg_catalog.text)
+RETURNS pg_catalog.jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+BEGIN
+    PERFORM sandbox_store._checkpoint_id($1, 'checkpoint id', 1024);
+    RETURN (SELECT c.checkpoint FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $1);
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_list(thread_id pg_catalog.text)
+RETURNS SETOF pg_catalog.jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+BEGIN
+    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    RETURN QUERY SELECT c.checkpoint FROM sandbox_store.checkpoints c
+                  WHERE c.thread_id OPERATOR(pg_catalog.=) $1
+                  ORDER BY c.created_at, c.id COLLATE "C";
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_head(thread_id pg_catalog.text)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+BEGIN
+    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    RETURN (SELECT h.head_id FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $1);
+END
+$$;
+
+CREATE FUNCTION sandbox_store.checkpoint_blob_references()
+RETURNS TABLE (key pg_catalog.text, refs pg_catalog.int8)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+SELECT b.key, b.refcount FROM sandbox_store.checkpoint_blobs b ORDER BY b.key COLLATE "C"
+$$;
+
+COMMENT ON FUNCTION sandbox_store.checkpoint_acquire_writer(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) IS
+'Take the single checkpoint writer of a thread for lease_ms, without waiting: a claim (fence, owner_token, expires_at) on the thread''s reserved key. SBC05 if another unexpired writer holds it.';
+COMMENT ON FUNCTION sandbox_store.checkpoint_renew_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.int8, pg_catalog.timestamptz) IS
+'Extend the thread''s writer to now + lease_ms while it is still the current, unexpired writer; SB001 otherwise.';
+COMMENT ON FUNCTION sandbox_store.checkpoint_release_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8) IS
+'End the thread''s writer if owner_token and fence still hold it: true if they did (a stale writer never ends its successor).';
+COMMENT ON FUNCTION sandbox_store.checkpoint_append(pg_catalog.jsonb, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz) IS
+'Append a checkpoint as the thread''s new head, in one call that checks the writer and the head together: SBC07/SBC08 invalid, SB001 writer lost, SBC03 duplicate id, SBC01 stale head, SBC02 parent mismatch. Returns the new head id.';
+COMMENT ON FUNCTION sandbox_store.checkpoint_delete_head(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz) IS
+'Delete the thread''s head checkpoint (SBC04 if checkpoint_id is not the head); the head moves to its parent and its blob references drop. Returns the new head id or NULL.';
+COMMENT ON FUNCTION sandbox_store.checkpoint_fork(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz) IS
+'Copy a stored checkpoint as the fork-root (no parent) of an empty thread, atomically, under the destination''s writer; SBC09 if the source does not exist, SBC10 if the destination has checkpoints.';
+COMMENT ON FUNCTION sandbox_store.checkpoint_get(pg_catalog.text) IS
+'The checkpoint with this id, as appended, or NULL.';
+COMMENT ON FUNCTION sandbox_store.checkpoint_list(pg_catalog.text) IS
+'The checkpoints of a thread, by createdAt, then id as UTF-8 bytes.';
+COMMENT ON FUNCTION sandbox_store.checkpoint_head(pg_catalog.text) IS
+'The head checkpoint id of a thread, or NULL.';
+COMMENT ON FUNCTION sandbox_store.checkpoint_blob_references() IS
+'Every blob key a stored checkpoint points to, with the number of checkpoints that point to it, by key as UTF-8 bytes.';
+
+REVOKE ALL ON TABLE sandbox_store.checkpoints, sandbox_store.checkpoint_heads,
+    sandbox_store.checkpoint_blobs FROM PUBLIC;
+REVOKE ALL ON FUNCTION
+    sandbox_store._writer_key(pg_catalog.text),
+    sandbox_store._checkpoint_error(pg_catalog.text, pg_catalog.text, pg_catalog.text),
+    sandbox_store._checkpoint_id(pg_catalog.text, pg_catalog.text, pg_catalog.int4),
+    sandbox_store._invalid_entry(pg_catalog.text),
+    sandbox_store._checkpoint_valid(pg_catalog.jsonb),
+    sandbox_store._checkpoint_blob_keys(pg_catalog.jsonb),
+    sandbox_store._checkpoint_refs(pg_catalog.jsonb, pg_catalog.int4),
+    sandbox_store._check_writer(pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_acquire_writer(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_renew_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_release_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8),
+    sandbox_store.checkpoint_append(pg_catalog.jsonb, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_delete_head(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_fork(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_get(pg_catalog.text),
+    sandbox_store.checkpoint_list(pg_catalog.text),
+    sandbox_store.checkpoint_head(pg_catalog.text),
+    sandbox_store.checkpoint_blob_references()
+FROM PUBLIC;
