@@ -17,7 +17,8 @@
 #   drop-in-flight    (plain only) DROP and CREATE EXTENSION while a call
 #                     waits: the plain script makes no extension
 # Perl TAP: only the tests that install the edition SB_EDITION names
-# (SandboxStoreTest's install_sandbox_store): fences across a crash.
+# (SandboxStoreTest's install_sandbox_store): fences and checkpoints across
+# a crash.
 # pgTAP and the TypeScript client's suite run whole.
 
 ifneq ($(filter pg_tle plain,$(SB_EDITION)),)
@@ -25,5 +26,5 @@ SQL_EDITION_SKIP_REGRESS = direct guard upgrade
 SQL_EDITION_SKIP_ISOLATION = update-in-flight $(if $(filter plain,$(SB_EDITION)),drop-in-flight)
 REGRESS := $(filter-out $(SQL_EDITION_SKIP_REGRESS),$(REGRESS))
 ISOLATION := $(filter-out $(SQL_EDITION_SKIP_ISOLATION),$(ISOLATION))
-PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl
+PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl test/t/015_checkpoint_crash.pl
 endif
