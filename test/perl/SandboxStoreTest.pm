@@ -125,12 +125,13 @@ sub start_after_kill9
 # test/scripts/with-sql-edition.sh) in database postgres.  c (SB_EDITION
 # unset): CREATE EXTENSION sandbox_store, as the superuser.  The SQL edition
 # is installed by the role sb_owner (LOGIN, CREATEDB, CREATEROLE, CREATE on
-# the database; no superuser), as on a managed server: pg_tle (the node gets
-# shared_preload_libraries = 'pg_tle' and is restarted; the superuser creates
-# pg_tle and grants pgtle_admin; sb_owner runs the registration script
-# SB_PG_TLE_SCRIPT, then CREATE EXTENSION) or plain (sb_owner runs the plain
-# script SB_PLAIN_SCRIPT).  Every later connection of the test (PGUSER) is
-# then sb_owner's.
+# the database and on schema public for a test's own objects; no superuser),
+# as on a managed server: pg_tle (the node gets shared_preload_libraries =
+# 'pg_tle' and is restarted; the superuser creates pg_tle and grants
+# pgtle_admin; sb_owner runs the registration script SB_PG_TLE_SCRIPT, then
+# CREATE EXTENSION) or plain (sb_owner runs the plain script
+# SB_PLAIN_SCRIPT).  Every later connection of the test (PGUSER) is then
+# sb_owner's.
 sub install_sandbox_store
 {
 	my ($node) = @_;
@@ -150,7 +151,8 @@ sub install_sandbox_store
 		$node->restart;
 	}
 	$node->safe_psql('postgres',
-		'CREATE ROLE sb_owner LOGIN CREATEDB CREATEROLE; GRANT CREATE ON DATABASE postgres TO sb_owner');
+		'CREATE ROLE sb_owner LOGIN CREATEDB CREATEROLE; GRANT CREATE ON DATABASE postgres TO sb_owner;'
+		  . ' GRANT CREATE ON SCHEMA public TO sb_owner');
 	$node->safe_psql('postgres', 'CREATE EXTENSION pg_tle; GRANT pgtle_admin TO sb_owner')
 	  if $edition eq 'pg_tle';
 	PostgreSQL::Test::Utils::system_or_bail('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1',
