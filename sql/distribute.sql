@@ -4,9 +4,7 @@
 -- test/citus/citus.pl, runs it on a real cluster).
 --
 \i sql/include/fresh.sql
-\set SHOW_CONTEXT never
 SELECT sandbox_store.distribute();
-\set SHOW_CONTEXT errors
 SELECT pg_temp.err('SELECT sandbox_store.distribute()') AS without_citus;
 SELECT format_type(atttypid, atttypmod) AS key_type
   FROM pg_attribute WHERE attrelid = 'sandbox_store.instances'::regclass AND attname = 'key';

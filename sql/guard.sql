@@ -17,9 +17,7 @@ SELECT evtname, evtevent, evtenabled, evttags
   FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard';
 
 -- Refused, with the whole message once.
-\set SHOW_CONTEXT never
 ALTER TABLE sandbox_store.instances ADD COLUMN region text;
-\set SHOW_CONTEXT errors
 \set VERBOSITY sqlstate
 ALTER TABLE sandbox_store.instances ADD COLUMN region text;
 ALTER TABLE sandbox_store.instances DROP COLUMN latest_run_id;

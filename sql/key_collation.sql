@@ -27,7 +27,7 @@ SELECT key FROM sandbox_store.sandbox_upsert('Thread-1', 'e2b', 'sbx-1', 'kc-t')
 ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE sandbox_store.bounded_text COLLATE kc_ci;
 \set VERBOSITY default
 
-ALTER EVENT TRIGGER sandbox_store_guard DISABLE;
+DO $g$ BEGIN IF EXISTS (SELECT FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard') THEN ALTER EVENT TRIGGER sandbox_store_guard DISABLE; END IF; END $g$;
 ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE sandbox_store.bounded_text COLLATE kc_ci;
 SELECT sandbox_store.sandbox_get('Thread-1');
 \set VERBOSITY sqlstate

@@ -13,7 +13,7 @@
 -- disabled here, as a superuser can, to test the functions' own defence.
 --
 \i sql/include/fresh.sql
-ALTER EVENT TRIGGER sandbox_store_guard DISABLE;
+DO $g$ BEGIN IF EXISTS (SELECT FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard') THEN ALTER EVENT TRIGGER sandbox_store_guard DISABLE; END IF; END $g$;
 SELECT key FROM sandbox_store.sandbox_upsert('rn-1', 'e2b', 'sbx-1', 'rn-t');
 SELECT fence AS rnf FROM sandbox_store.sandbox_claim('rn-1', '1 hour') \gset
 

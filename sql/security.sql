@@ -12,6 +12,9 @@ SET timezone = 'UTC';
 CREATE ROLE regress_sb_app;
 CREATE ROLE regress_sb_nobody;
 CREATE ROLE regress_sb_usage_only;
+-- (So that SET ROLE works for a non-superuser too: the SQL edition's suites
+-- run as one with CREATEROLE.)
+GRANT regress_sb_app, regress_sb_nobody, regress_sb_usage_only TO CURRENT_USER;
 -- The two lines the README tells an admin to run:
 GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_app;

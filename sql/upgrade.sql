@@ -452,11 +452,7 @@ CREATE EXTENSION sandbox_store VERSION '1.3';
 SELECT key FROM sandbox_store.sandbox_upsert('v13/1', 'p', 'sbx-1', 'thread-v13');
 ALTER TABLE sandbox_store.instances ADD COLUMN region text DEFAULT 'eu';
 PREPARE v13_get AS SELECT key, provider_sandbox_id, region FROM sandbox_store.sandbox_get('v13/1');
--- (Without CONTEXT: PostgreSQL 16 and later print the script's statement
--- there, 15 only the PL/pgSQL line.)
-\set SHOW_CONTEXT never
 ALTER EXTENSION sandbox_store UPDATE TO '1.4';
-\set SHOW_CONTEXT errors
 SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
 SELECT count(*) AS event_triggers FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard';
 EXECUTE v13_get;

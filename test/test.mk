@@ -5,6 +5,9 @@
 
 export PG_CONFIG
 
+# The SQL edition's runs leave some tests out.
+include test/sql-edition.mk
+
 .PHONY: deps installed demo test matrix lint regresscheck isolationcheck pgtapcheck \
 	stresscheck tapcheck citus-check clientcheck memcheck growthcheck
 
@@ -22,10 +25,13 @@ demo: installed
 	test/scripts/with-cluster.sh test/scripts/demo.sh
 
 # Every suite on Debian's PostgreSQL 15 (test/scripts/run-tests.sh; the
-# citus suite on Citus 13.2.2), then the matrix of PostgreSQL 15-19 (the
-# citus suite again on 18, with Citus 14.0.1); fails if either failed.
+# citus suite on Citus 13.2.2; the SQL edition's suites on a copy of it with
+# pg_tle), then the matrix of PostgreSQL 15-19 (the citus suite again on 18,
+# with Citus 14.0.1, and the SQL edition's pg_regress and isolation); fails
+# if either failed.
 test: installed
 	test/scripts/build-citus.sh >/dev/null
+	test/scripts/build-pg_tle.sh >/dev/null
 	rc=0; test/scripts/with-cluster.sh test/scripts/run-tests.sh || rc=1; \
 	test/scripts/matrix.sh $(MATRIX_VERSIONS) || rc=1; exit $$rc
 

@@ -14,6 +14,9 @@
 #   kill9_and_start($node)    SIGKILL the postmaster, wait until it and every
 #                             child are gone, start again (a real crash)
 #   kill9($node), start_after_kill9($node)   the same in two steps
+#   install_sandbox_store($node)  sandbox_store in database postgres of the
+#                             started $node, in the edition SB_EDITION names
+#                             (see below)
 #
 # It also evens out one difference between the PostgreSQL versions make
 # matrix runs on: the BackgroundPsql of 16beta2 and 17beta2 returns a query's
@@ -32,7 +35,8 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT =
-  qw(lit $EXT_LOCKS $RECORDS_QUERY $LEASES_QUERY sqlstate_of kill9_and_start kill9 start_after_kill9);
+  qw(lit $EXT_LOCKS $RECORDS_QUERY $LEASES_QUERY sqlstate_of kill9_and_start kill9 start_after_kill9
+  install_sandbox_store);
 
 # The key locks of the extension (the view sandbox_store.key_locks).
 our $EXT_LOCKS = q{SELECT count(*) FROM sandbox_store.key_locks};
@@ -114,6 +118,50 @@ sub start_after_kill9
 		$node->stop('fast', fail_ok => 1);
 	}
 	$node->start;
+	return;
+}
+
+# install_sandbox_store($node): the edition SB_EDITION names (set by
+# test/scripts/with-sql-edition.sh) in database postgres.  c (SB_EDITION
+# unset): CREATE EXTENSION sandbox_store, as the superuser.  The SQL edition
+# is installed by the role sb_owner (LOGIN, CREATEDB, CREATEROLE, CREATE on
+# the database and on schema public for a test's own objects; no superuser),
+# as on a managed server: pg_tle (the node gets shared_preload_libraries =
+# 'pg_tle' and is restarted; the superuser creates pg_tle and grants
+# pgtle_admin; sb_owner runs the registration script SB_PG_TLE_SCRIPT, then
+# CREATE EXTENSION) or plain (sb_owner runs the plain script
+# SB_PLAIN_SCRIPT).  Every later connection of the test (PGUSER) is then
+# sb_owner's.
+sub install_sandbox_store
+{
+	my ($node) = @_;
+	my $edition = $ENV{SB_EDITION} // 'c';
+	if ($edition eq 'c')
+	{
+		$node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
+		return;
+	}
+	die "SB_EDITION=$edition: pg_tle or plain" unless $edition =~ /^(pg_tle|plain)$/;
+	my $script = $edition eq 'pg_tle' ? $ENV{SB_PG_TLE_SCRIPT} : $ENV{SB_PLAIN_SCRIPT};
+	die "no script for the $edition edition (run through with-sql-edition.sh)"
+	  unless defined $script && -f $script;
+	if ($edition eq 'pg_tle')
+	{
+		$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tle'");
+		$node->restart;
+	}
+	$node->safe_psql('postgres',
+		'CREATE ROLE sb_owner LOGIN CREATEDB CREATEROLE; GRANT CREATE ON DATABASE postgres TO sb_owner;'
+		  . ' GRANT CREATE ON SCHEMA public TO sb_owner');
+	$node->safe_psql('postgres', 'CREATE EXTENSION pg_tle; GRANT pgtle_admin TO sb_owner')
+	  if $edition eq 'pg_tle';
+	PostgreSQL::Test::Utils::system_or_bail('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1',
+		'-d', $node->connstr('postgres'), '-U', 'sb_owner', '-f', $script);
+	$ENV{PGUSER} = 'sb_owner';
+	$node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store') if $edition eq 'pg_tle';
+	my $got = $node->safe_psql('postgres',
+		q{SELECT edition || ' ' || (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) FROM sandbox_store.edition()});
+	die "sandbox_store.edition() and rolsuper say $got, not $edition false" unless $got eq "$edition false";
 	return;
 }
 

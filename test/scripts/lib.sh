@@ -24,7 +24,7 @@
 #              superuser of PGHOST/PGPORT/PGUSER; sb_drop_db DB...: drop, at
 #              most warn; sb_fresh_db DB: sb_create_db now, sb_drop_db at exit.
 #   as root    sb_as_postgres [ARG...]: as root (initdb refuses root), copy
-#              the tree to /tmp/sandbox_store_run.XXXXXX, owned by postgres,
+#              the tree to ${TMPDIR:-/tmp}/sandbox_store_run.XXXXXX, owned by postgres,
 #              run this same script of the copy as postgres with ARGs, and
 #              exit with its status (the copy is removed, or kept and named
 #              if the script failed); as anyone else, return.  If set,
@@ -125,7 +125,7 @@ sb_as_postgres() {
   id postgres >/dev/null 2>&1 || fail "no postgres user (install postgresql-15)"
   local pgc copy rc=0
   pgc=$(command -v "${PG_CONFIG:-pg_config}") || fail "${PG_CONFIG:-pg_config} not found"
-  copy=$(mktemp -d /tmp/sandbox_store_run.XXXXXX)
+  copy=$(mktemp -d "${TMPDIR:-/tmp}/sandbox_store_run.XXXXXX")
   cp -a "$sb_top/." "$copy/"
   chown -R postgres: "$copy"
   # The environment passes through (runuser keeps it), but for PATH: root's

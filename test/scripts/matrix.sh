@@ -16,7 +16,10 @@
 #   5. on a throwaway cluster of that version (with-cluster.sh):
 #      pg_regress, isolation, pgTAP and the Perl TAP suites, and the citus
 #      suite where step 4 installed Citus (version-suites.sh);
-#   6. for 18 and 19: pg_upgrade and dump/restore from a 15 cluster
+#   6. for 18: the SQL edition's pg_regress and isolation suites, through
+#      pg_tle, as a non-superuser (with-sql-edition.sh, on a copy of the
+#      server without the C edition and with pg_tle: build-pg_tle.sh);
+#   7. for 18 and 19: pg_upgrade and dump/restore from a 15 cluster
 #      (test/upgrade/pg_upgrade.pl).
 #
 # One line per version, then "matrix: N passed, N failed"; exit status 1 if
@@ -34,6 +37,9 @@ base_major=$("$base_pgc" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 as_postgres=()
 [ "$(id -u)" = 0 ] && as_postgres=(runuser -u postgres --)
 
+# The majors where the SQL edition's pg_regress and isolation suites run
+# too, through pg_tle (run-tests.sh runs all of its suites on 15).
+sql_edition_majors=(18)
 passed=0 failed=0 lines=()
 work=$(mktemp -d "${TMPDIR:-/tmp}/sb_matrix.XXXXXX")
 chmod 755 "$work"
@@ -48,7 +54,7 @@ copy_tree() {
 }
 
 run_version() {
-  local major=$1 dir=$work/pg$1 pgc bindir sharedir ver citus=
+  local major=$1 dir=$work/pg$1 pgc bindir sharedir ver citus= tle_pgc
   pgc=$("$top/test/scripts/build-server.sh" "$major") || { echo "no server"; return 1; }
   bindir=$("$pgc" --bindir) sharedir=$("$pgc" --sharedir)
   ver=$("$pgc" --version)
@@ -65,6 +71,14 @@ run_version() {
   fi
   SB_CITUS=$citus PG_CONFIG=$pgc "$dir/test/scripts/with-cluster.sh" test/scripts/version-suites.sh >&2 ||
     { echo "suites failed"; return 1; }
+  if [[ " ${sql_edition_majors[*]} " == *" $major "* ]]; then
+    # (The copy is made from here: the vendored tarball is found from the
+    # clone.  make -k: the isolation suite runs even if pg_regress failed.)
+    tle_pgc=$("$top/test/scripts/build-pg_tle.sh" "$pgc") || { echo "pg_tle build failed"; return 1; }
+    PG_CONFIG=$tle_pgc "$dir/test/scripts/with-sql-edition.sh" pg_tle \
+      make -k --no-print-directory regresscheck isolationcheck >&2 ||
+      { echo "SQL edition (pg_tle) suites failed"; return 1; }
+  fi
   if [ "$major" -ge 18 ]; then
     chown -R postgres: "$dir" 2>/dev/null || true
     (cd "$dir" && "${as_postgres[@]}" env SB_OLD_BINDIR="$base_bindir" SB_NEW_BINDIR="$bindir" \

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # pgtap.sh: run the pgTAP suite (test/pgtap/*.sql) with pg_prove.
 #
-# Runs against the server in PGHOST/PGPORT/PGUSER (a superuser; see
-# with-cluster.sh).  Creates a fresh database (dropping a leftover one first),
+# Runs against the server in PGHOST/PGPORT/PGUSER (a superuser, see
+# with-cluster.sh; or the SQL edition's owner, see with-sql-edition.sh).  Creates a fresh database (dropping a leftover one first),
 # installs pgtap there, runs pg_prove on every test file and drops the
 # database again.  Each test file creates sandbox_store itself inside its own
 # transaction and rolls everything back, so the files are independent.
@@ -31,7 +31,9 @@ shopt -u nullglob
 
 sb_fresh_db "$db"
 
-psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION pgtap"
+# (pgTAP is no trusted extension: with-sql-edition.sh runs the suites as a
+# non-superuser and names a superuser in SB_SUPERUSER for this.)
+psql -X -q -v ON_ERROR_STOP=1 -d "$db" ${SB_SUPERUSER:+-U "$SB_SUPERUSER"} -c "CREATE EXTENSION pgtap"
 
 # shellcheck disable=SC2086  # SB_PGTAP_ARGS is a list of options
 pg_prove --dbname "$db" --failures --ext .sql ${SB_PGTAP_ARGS:-} "${tests[@]}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test suite against the cluster in PGHOST/PGPORT (see
-# with-cluster.sh), go on past a failing suite, print what failed and a
+# with-cluster.sh), and the SQL edition's against clusters of their own (see
+# with-sql-edition.sh), go on past a failing suite, print what failed and a
 # closing "N passed, N failed" line; exit non-zero if any suite failed.
 set -uo pipefail
 
@@ -15,6 +16,16 @@ suites=(
   "client:make --no-print-directory clientcheck"
   "deb:test/scripts/release-test.sh deb"
   "pgxn:test/scripts/release-test.sh pgxn"
+  # The SQL edition, as a non-superuser, on a cluster of its own
+  # (with-sql-edition.sh; test/sql-edition.mk says what each leaves out).
+  "pg_tle-regress:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory regresscheck"
+  "pg_tle-isolation:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory isolationcheck"
+  "pg_tle-pgtap:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory pgtapcheck"
+  "pg_tle-tap:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory tapcheck"
+  "pg_tle-client:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory clientcheck"
+  "plain-regress:test/scripts/with-sql-edition.sh plain make --no-print-directory regresscheck"
+  "plain-isolation:test/scripts/with-sql-edition.sh plain make --no-print-directory isolationcheck"
+  "plain-pgtap:test/scripts/with-sql-edition.sh plain make --no-print-directory pgtapcheck"
   "bench-smoke:env BENCH_SMOKE=1 bench/run.sh"
   "growth:make --no-print-directory growthcheck"
   "memory:make --no-print-directory memcheck"

@@ -64,7 +64,7 @@ $node->init;
 # and round 1 must know what was flushed when the server died.
 $node->append_conf('postgresql.conf', 'autovacuum = off');
 $node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
+install_sandbox_store($node);
 
 # SQL literal of a string.
 

@@ -37,6 +37,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use SandboxStoreTest;
 
 my $node = PostgreSQL::Test::Cluster->new('fence_flush');
 $node->init;
@@ -47,7 +50,7 @@ wal_writer_delay = 10s
 wal_writer_flush_after = 0
 });
 $node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
+install_sandbox_store($node);
 
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 

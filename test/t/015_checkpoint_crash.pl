@@ -24,7 +24,7 @@ use Time::HiRes qw(usleep);
 my $node = PostgreSQL::Test::Cluster->new('checkpoint_crash');
 $node->init;
 $node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
+install_sandbox_store($node);
 
 # cp(id, parent): a checkpoint of about 60 kB of conversation, with a blob
 # shared by all and one of its own.

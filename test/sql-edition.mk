@@ -1,0 +1,30 @@
+# test/sql-edition.mk: what the suites leave out for the SQL edition (the one
+# without C), included by test/test.mk.  test/scripts/with-sql-edition.sh
+# sets SB_EDITION (pg_tle or plain); the C edition's runs (SB_EDITION unset)
+# run everything.  Each test here cannot apply to the SQL edition, or to the
+# non-superuser that installs it, by nature:
+#
+# pg_regress
+#   direct            the C library's setting sandbox_store.direct_reads and
+#                     its two read paths
+#   guard             the event trigger sandbox_store_guard: making one needs
+#                     a superuser, so the SQL edition has none
+#   upgrade           installs 1.0 and updates through every version: the SQL
+#                     edition starts at 1.4
+# isolation
+#   update-in-flight  ALTER EXTENSION UPDATE from 1.1 while calls wait (the
+#                     SQL edition starts at 1.4)
+#   drop-in-flight    (plain only) DROP and CREATE EXTENSION while a call
+#                     waits: the plain script makes no extension
+# Perl TAP: only the tests that install the edition SB_EDITION names
+# (SandboxStoreTest's install_sandbox_store): fences and checkpoints across
+# a crash.
+# pgTAP and the TypeScript client's suite run whole.
+
+ifneq ($(filter pg_tle plain,$(SB_EDITION)),)
+SQL_EDITION_SKIP_REGRESS = direct guard upgrade
+SQL_EDITION_SKIP_ISOLATION = update-in-flight $(if $(filter plain,$(SB_EDITION)),drop-in-flight)
+REGRESS := $(filter-out $(SQL_EDITION_SKIP_REGRESS),$(REGRESS))
+ISOLATION := $(filter-out $(SQL_EDITION_SKIP_ISOLATION),$(ISOLATION))
+PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl test/t/015_checkpoint_crash.pl
+endif
