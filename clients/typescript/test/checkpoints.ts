@@ -163,3 +163,26 @@ export function checkouts(pool: pg.Pool): { readonly count: number; stop: () => 
 export function utf8Order(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
+
+/**
+ * A large checkpoint from `seed`: about `bytes` of conversation, `files`
+ * files in a few directories (each its own blob, plus one blob `shared`
+ * that every checkpoint of a test points to).
+ */
+export function bigCheckpoint(
+  id: string,
+  threadId: string,
+  parentCheckpointId: string | null,
+  seed: string,
+  bytes: number,
+  files: number,
+  shared: string,
+): SandboxCheckpoint<Message> {
+  return checkpoint(id, threadId, parentCheckpointId, 2, {
+    files: [
+      file('shared.bin', shared),
+      ...Array.from({ length: files }, (_, i) => file(`src/d${i % 7}/f${i}.ts`, `${seed}/${i}`, i)),
+    ],
+    conversation: conversation(seed, bytes),
+  });
+}
