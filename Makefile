@@ -1,6 +1,7 @@
 # sandbox_store: the PGXS build.  The test suites and the two commands of a
 # fresh machine (make demo, make test) are in test/test.mk, the benchmarks in
-# bench/bench.mk; CONTRIBUTING.md says what each target does.
+# bench/bench.mk, the release artifacts (make dist) in release/release.mk;
+# CONTRIBUTING.md says what each target does.
 
 EXTENSION = sandbox_store
 MODULE_big = sandbox_store
@@ -44,3 +45,4 @@ $(OBJS): src/sandbox_store.h src/compat.h
 include src/sql/editions.mk
 include test/test.mk
 include bench/bench.mk
+include release/release.mk

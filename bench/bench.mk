@@ -1,7 +1,7 @@
 # bench/bench.mk: the benchmarks (included by the Makefile; BENCHMARKS.md
 # reports them and says how long each takes).
 
-.PHONY: bench bench-rtt bench-citus
+.PHONY: bench bench-rtt bench-redis bench-citus bench-checkpoints
 
 # Every workload beside plain SQL and PL/pgSQL, on a throwaway cluster.
 bench: installed
@@ -12,7 +12,19 @@ bench: installed
 bench-rtt: installed
 	test/scripts/with-cluster.sh bench/rtt.sh
 
+# "Why not Redis?": sandbox_store beside a Redis lock and record through the
+# delay proxy, then the semantics side by side (also part of make bench).
+# The Redis client, bench/redis/redis-bench.c, is built by the script into
+# its temp directory (-Wall -Wextra -Werror).
+bench-redis: installed
+	test/scripts/with-cluster.sh bench/redis.sh
+
 # ensure and get through a citus coordinator and a worker vs one server,
 # Citus 13.2.2 on 15 beside Citus 14.0.1 on 18 (bench/citus.sh).
 bench-citus: installed
 	bench/citus.sh
+
+# The checkpoint store beside a bare table: append, get, list, the writer
+# lease cycle (bench/checkpoints.sh).
+bench-checkpoints: installed
+	test/scripts/with-cluster.sh bench/checkpoints.sh

@@ -77,31 +77,12 @@ done
 
 mkdir -p "$out"
 sb_tempdir sandbox_store_rtt; work=$sb_dir
-proxy_pid=""
-proxy_cpu=0
-# Stops the proxy (in this shell, which started it) and sets proxy_cpu to
-# the CPU seconds it reported (user + system).
-stop_proxy() {
-  proxy_cpu=0
-  [ -n "$proxy_pid" ] || return 0
-  kill -TERM "$proxy_pid" 2>/dev/null || true
-  wait "$proxy_pid" 2>/dev/null || true
-  proxy_pid=""
-  proxy_cpu=$(awk '/^delay-proxy: [0-9.]+ s user/ { printf "%.2f\n", $2 + $5 }' "$work/proxy.err")
-  proxy_cpu=${proxy_cpu:-0}
-}
-sb_at_exit stop_proxy
-
-cc -O2 -Wall -Wextra -o "$work/delay-proxy" "$here/delay-proxy.c" || fail "could not build the delay proxy"
+# shellcheck source=bench/proxy.sh
+. "$here/proxy.sh"
+proxy_port=$port proxy_calib_secs=$calib_secs
+proxy_build "$work"
 start_proxy() { # one-way delay in microseconds
-  "$work/delay-proxy" "$port" "$upstream" "$1" 2>"$work/proxy.err" &
-  proxy_pid=$!
-  for _ in $(seq 1 50); do
-    kill -0 "$proxy_pid" 2>/dev/null || fail "the delay proxy exited: $(cat "$work/proxy.err")"
-    psql -X -At -h 127.0.0.1 -p "$port" -d postgres -c "SELECT 1" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  fail "the delay proxy did not start on port $port"
+  proxy_start "$1" "$upstream" psql -X -At -h 127.0.0.1 -p "$port" -d postgres -c "SELECT 1"
 }
 
 sb_fresh_db "$db"
@@ -113,32 +94,9 @@ psql_db -c "CREATE TABLE bench_rtt (target_ms float8, rtt_ms float8, workload te
 
 # --- calibration: latency of SELECT 1 through the proxy, one client ---------------
 
-echo 'SELECT 1;' >"$work/select1.sql"
-lat_at() { # one-way us -> mean latency ms
-  start_proxy "$1"
-  pgbench -n -M prepared -c 1 -T "$calib_secs" -h 127.0.0.1 -p "$port" -f "$work/select1.sql" "$db" 2>&1 |
-    sed -n 's/^latency average = \([0-9.]*\) ms/\1/p'
-  stop_proxy
-}
-base=$(lat_at 0)
-[ -n "$base" ] || fail "no latency through the proxy"
-declare -A one_way measured
-for t in $rtts; do
-  if awk -v t="$t" 'BEGIN { exit !(t == 0) }'; then
-    one_way[$t]=0 measured[$t]=0
-    continue
-  fi
-  ow=$(awk -v t="$t" 'BEGIN { printf "%d", t * 500 }')
-  l=$(lat_at "$ow")
-  [ -n "$l" ] || fail "no latency through the proxy at $ow us"
-  ow=$(awk -v t="$t" -v ow="$ow" -v l="$l" -v b="$base" \
-    'BEGIN { x = ow - ((l - b) - t) * 500; if (x < 0) x = 0; printf "%d", x }')
-  l=$(lat_at "$ow")
-  [ -n "$l" ] || fail "no latency through the proxy at $ow us"
-  one_way[$t]=$ow
-  measured[$t]=$(awk -v l="$l" -v b="$base" 'BEGIN { printf "%.3f", l - b }')
-  say "round trip $t ms: one-way delay ${ow} us, measured $(printf %s "${measured[$t]}") ms added (SELECT 1 at 1 client: $l ms, $base ms at 0)"
-done
+# shellcheck disable=SC2086 # a list of targets
+proxy_calibrate "$db" $rtts
+base=$proxy_base
 
 # --- runs -------------------------------------------------------------------------
 
@@ -148,7 +106,7 @@ run_one() { # target clients rep workload
   start_proxy "${one_way[$t]}"
   pgbench -n -M prepared -c "$c" -j "$j" "${dur[@]}" -h 127.0.0.1 -p "$port" -D rows="$rows" \
     -f "$here/$wl.pgbench" "$db" >"$res" 2>&1 || rc=$?
-  stop_proxy
+  proxy_stop
   local cpu=$proxy_cpu
   {
     echo "=== rtt $t ms clients=$c rep=$rep $wl (proxy cpu ${cpu}s)"

@@ -29,6 +29,14 @@
 #               behind a simulated network round trip of 0, 0.2, 0.5 and 1 ms
 #               (bench/rtt.sh, with its own BENCH_RTT_* options; database
 #               bench_rtt): rtt.md, rtt.png
+#   redis       "why not Redis?": sandbox_store beside a Redis lock and
+#               record (Debian's redis-server, started and stopped by the
+#               phase) on the same jobs through the same delay proxy, at two
+#               durability levels each, then the semantics side by side
+#               (a stalled holder, a killed server, a killed client)
+#               (bench/redis.sh and bench/redis-semantics.sh, with their own
+#               BENCH_REDIS_* options; database bench_redis): redis.md,
+#               redis-semantics.md.  Not part of the smoke run.
 #   scale       the extension / plain SQL pairs at BENCH_SCALE_CLIENTS clients
 #               over BENCH_SCALE_ROWS records, alternating with the same
 #               workloads over BENCH_ROWS records: ratios and latency growth
@@ -56,7 +64,7 @@
 #   BENCH_SHARED_BUFFERS (3GB)   on a throwaway cluster of with-cluster.sh
 #                                only: ALTER SYSTEM + restart so the scale
 #                                data set fits; "" leaves the server alone
-#   BENCH_PHASES ("main plot rtt contention memory scale")  the phases to run
+#   BENCH_PHASES ("main plot rtt redis contention memory scale")  the phases to run
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
 #   BENCH_SMOKE (0)              1: a tiny run (seconds) of every workload and
@@ -102,7 +110,11 @@ if [ "$smoke" = 1 ]; then
   shared_buffers=""
 fi
 mem_other=$((mem_calls / 20))
-phases=" ${BENCH_PHASES:-main plot rtt contention memory scale} "
+# The smoke run (part of make test) leaves out the Redis comparison: a
+# benchmark, not a test, and the only phase that needs Redis.
+default_phases="main plot rtt redis contention memory scale"
+[ "$smoke" = 1 ] && default_phases=${default_phases/ redis/}
+phases=" ${BENCH_PHASES:-$default_phases} "
 [ "$hot" = 1 ] && [[ $phases != *" hot "* ]] && phases="$phases hot "
 [ "$scale_rows" -gt 0 ] || phases=${phases/ scale / }
 has_phase() { case "$phases" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -317,6 +329,13 @@ fi
 if has_phase rtt; then
   BENCH_OUT="$out" BENCH_ROWS="$rows" BENCH_SMOKE="$smoke" BENCH_THREADS="$threads_max" "$here/rtt.sh" ||
     fail "the round-trip phase failed"
+fi
+
+# --- why not Redis? (bench/redis.sh, bench/redis-semantics.sh) -------------------------
+
+if has_phase redis; then
+  BENCH_OUT="$out" BENCH_ROWS="$rows" BENCH_SMOKE="$smoke" BENCH_THREADS="$threads_max" "$here/redis.sh" ||
+    fail "the Redis phase failed"
 fi
 
 # --- contention ------------------------------------------------------------------
@@ -619,6 +638,14 @@ fi
   if has_phase rtt; then
     echo
     cat "$out/rtt.md"
+  fi
+  if has_phase redis; then
+    echo
+    cat "$out/redis.md"
+    if [ -f "$out/redis-semantics.md" ]; then
+      echo
+      cat "$out/redis-semantics.md"
+    fi
   fi
   echo
   echo "Total time: $((SECONDS - start)) s.  Raw runs: runs.tsv; pgbench output: pgbench.log."

@@ -148,6 +148,25 @@ SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_fork('t1', 'c9', 'f1', 'f1-
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_fork('t1', 'nope', 'f2', 'f2-root', 9600, 'f1', token, fence, at => '2026-01-01 00:00:00+00') FROM w WHERE thread = 'f1'$$) AS wrong_writer;
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_fork('t1', 'c1', 'f1', 'f1-again', 9600, 'f1', token, fence, at => '2026-01-01 00:00:00+00') FROM w WHERE thread = 'f1'$$) AS source_gone;
 
+-- A NULL owner token or fence is no writer: refused like a wrong one.
+SELECT pg_temp.err(format($$SELECT sandbox_store.checkpoint_append(pg_temp.cp('n1', 'f1', 'f1-root', 9700), 'f1-root', 'f1', NULL, %s)$$, fence)) AS null_token,
+       pg_temp.err(format($$SELECT sandbox_store.checkpoint_append(pg_temp.cp('n1', 'f1', 'f1-root', 9700), 'f1-root', 'f1', %L, NULL)$$, token)) AS null_fence,
+       pg_temp.err(format($$SELECT sandbox_store.checkpoint_renew_writer('f1', NULL, %s)$$, fence)) AS renew_null_token,
+       pg_temp.err(format($$SELECT sandbox_store.checkpoint_delete_head('f1', 'f1-root', 'f1', %L, NULL)$$, token)) AS delete_null_fence
+  FROM w WHERE thread = 'f1';
+SELECT sandbox_store.checkpoint_head('f1') AS head_unchanged;
+-- A fork's source must be a checkpoint of the source thread, and another
+-- thread than the destination.
+INSERT INTO w SELECT 'f3', fence, owner_token FROM sandbox_store.checkpoint_acquire_writer('f3', 60000, at => :t0);
+SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_fork('order', 'c9', 'f3', 'f3-root', 9600, 'f3', token, fence, at => '2026-01-01 00:00:00+00') FROM w WHERE thread = 'f3'$$) AS other_thread,
+       pg_temp.err($$SELECT sandbox_store.checkpoint_fork('f1', 'f1-root', 'f1', 'f1-x', 9600, 'f1', token, fence, at => '2026-01-01 00:00:00+00') FROM w WHERE thread = 'f1'$$) AS same_thread;
+-- More entries upstream refuses: file fields on a directory, a drive prefix.
+SELECT pg_temp.why(format($$SELECT sandbox_store.checkpoint_append(%L, 'f1-root', 'f1', %L, %s)$$, c, token, fence)) AS refused
+  FROM w, (VALUES
+    (pg_temp.cp('n2', 'f1', 'f1-root', 9800, '[{"path": "d", "kind": "dir", "size": 0}]')),
+    (pg_temp.cp('n2', 'f1', 'f1-root', 9800, '[{"path": "C:/x", "kind": "dir"}]'))) v(c)
+ WHERE thread = 'f1';
+
 -- Bad arguments: a clear error, nothing changed.
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_acquire_writer('', 1000)$$);
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_acquire_writer(repeat('x', 1001), 1000)$$);

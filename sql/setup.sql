@@ -46,6 +46,10 @@ SELECT pg_describe_object(classid, objid, objsubid) AS object,
    AND NOT (classid = 'pg_type'::regclass AND objid IN (
          SELECT t.oid FROM pg_type t LEFT JOIN pg_class c ON c.oid = t.typrelid
           WHERE t.typcategory = 'A' OR c.relkind IN ('r', 'v')))
+   -- Each edition's internal helpers (names starting with _) are explained
+   -- in the scripts, not in the catalog.
+   AND NOT (classid = 'pg_proc'::regclass
+            AND (SELECT proname FROM pg_proc WHERE oid = objid) LIKE '\_%')
  ORDER BY 1;
 
 -- The comments themselves (unaligned: they are long).
@@ -62,6 +66,10 @@ SELECT pg_describe_object(classid, objid, objsubid) AS object,
    AND NOT (classid = 'pg_type'::regclass AND objid IN (
          SELECT t.oid FROM pg_type t LEFT JOIN pg_class c ON c.oid = t.typrelid
           WHERE t.typcategory = 'A' OR c.relkind IN ('r', 'v')))
+   -- Each edition's internal helpers (names starting with _) are explained
+   -- in the scripts, not in the catalog.
+   AND NOT (classid = 'pg_proc'::regclass
+            AND (SELECT proname FROM pg_proc WHERE oid = objid) LIKE '\_%')
  ORDER BY 1;
 \a
 

@@ -12,7 +12,8 @@
 #
 # The editions share the schema, the comments, distribute() and the grants;
 # each has its own functions (functions-c.sql, functions-sql.sql).  The C
-# edition also has the guard (an event trigger needs a superuser).  The key
+# edition also has the guard, the event trigger and its function (an event
+# trigger needs a superuser); both have unsupported_changes().  The key
 # lock's class in pg_locks differs: the C edition's own objsubid 21314,
 # pg_advisory_xact_lock(bigint)'s 1.  The SQL edition's update scripts, once
 # there are any, are src/sql/sql-edition/sandbox_store--FROM--TO.sql: the
@@ -29,7 +30,7 @@ tag='$_sandbox_store_$'
 body() {
 	case $1 in
 	c) class=21314 files="schema key-locks edition functions-c draw-claim-fence-c checkpoints comments distribute guard-changes guard event-trigger grants" ;;
-	*) class=1 files="schema key-locks edition functions-sql checkpoints comments distribute grants" ;;
+	*) class=1 files="schema key-locks edition functions-sql checkpoints comments distribute guard-changes grants" ;;
 	esac
 	for f in $files; do
 		cat "$parts/$f.sql"

@@ -105,12 +105,19 @@ SELECT col_type_is('sandbox_store', 'claims', 'lease_expires_at', 'timestamp wit
 
 -- The functions: existence with exact argument types ----------------------
 
-SELECT functions_are('sandbox_store',
+-- The interface; helpers whose names start with an underscore are each
+-- edition's internals (granted to nobody).
+SELECT set_eq(
+    $$ SELECT p.proname::text FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname !~ '^_' $$,
     ARRAY['sandbox_upsert', 'sandbox_get', 'sandbox_delete', 'sandbox_list', 'sandbox_ensure',
           'sandbox_lock', 'sandbox_try_lock', 'sandbox_lock_id', 'sandbox_renew',
           'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim', 'distribute',
-          'sandbox_upsert_release', 'unsupported_changes', 'guard'],
-    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes and guard (1.4)');
+          'sandbox_upsert_release', 'unsupported_changes', 'guard', 'edition',
+          'checkpoint_acquire_writer', 'checkpoint_renew_writer', 'checkpoint_release_writer',
+          'checkpoint_append', 'checkpoint_delete_head', 'checkpoint_fork', 'checkpoint_get',
+          'checkpoint_list', 'checkpoint_head', 'checkpoint_blob_references'],
+    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, guard, edition and the ten checkpoint functions (1.4)');
 SELECT has_function('sandbox_store', 'distribute', ARRAY[]::text[], 'distribute() exists');
 SELECT function_returns('sandbox_store', 'distribute', ARRAY[]::text[], 'void', 'distribute returns void');
 SELECT function_returns('sandbox_store', 'unsupported_changes', ARRAY[]::text[], 'setof text',

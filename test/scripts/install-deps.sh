@@ -17,8 +17,11 @@ packages=(
   sqlsmith                          # test/t/008_fuzz.pl
   libasan8 libubsan1                # make memcheck
   gnuplot-nox                       # make bench (the plot)
+  redis-server libhiredis-dev       # make bench (the Redis comparison, bench/redis.sh)
   bison flex libssl-dev libzstd-dev liblz4-dev libreadline-dev zlib1g-dev  # make matrix: PostgreSQL 16-19 from source
   libkrb5-dev libselinux1-dev libxslt1-dev libpam0g-dev libcurl4-openssl-dev  # citus from source (build-citus.sh)
+  git unzip                         # make dist (git archive) and its test (release/check.sh)
+  dpkg-dev debhelper postgresql-server-dev-all fakeroot lintian  # the Debian package (debian/) and its test
 )
 
 missing=()

@@ -13,6 +13,8 @@ suites=(
   "citus:make --no-print-directory citus-check"
   "tap:make --no-print-directory tapcheck"
   "client:make --no-print-directory clientcheck"
+  "deb:test/scripts/release-test.sh deb"
+  "pgxn:test/scripts/release-test.sh pgxn"
   "bench-smoke:env BENCH_SMOKE=1 bench/run.sh"
   "growth:make --no-print-directory growthcheck"
   "memory:make --no-print-directory memcheck"

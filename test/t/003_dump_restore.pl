@@ -39,7 +39,23 @@ SELECT sandbox_store.sandbox_release('claim-released',
 SELECT fence FROM sandbox_store.sandbox_ensure('claim-expired', 'run-1', lease => '1 millisecond');
 SELECT count(*) FROM generate_series(1, 40) i,
   sandbox_store.sandbox_ensure('many-' || i, 'run-1', lease => '1 hour');
+-- Checkpoints: a chain of three with a shared blob, and its live writer.
+CREATE TABLE public.cp_writer AS
+  SELECT fence, owner_token FROM sandbox_store.checkpoint_acquire_writer('cp-thread', 3600000);
+SELECT sandbox_store.checkpoint_append(
+  jsonb_build_object('id', 'cp-' || i, 'threadId', 'cp-thread', 'parentCheckpointId', CASE WHEN i > 1 THEN 'cp-' || (i - 1) END,
+    'createdAt', 1000 * i, 'reason', 'named', 'label', 'ключ ' || i,
+    'conversation', jsonb_build_array(jsonb_build_object('role', 'user', 'content', repeat('x', 10000))),
+    'files', jsonb_build_array(jsonb_build_object('path', 'a', 'kind', 'file', 'size', 1,
+      'blobKey', 'sandbox-files/sha256/' || repeat('a', 64))),
+    'artifacts', '[]'::jsonb),
+  CASE WHEN i > 1 THEN 'cp-' || (i - 1) END, 'cp-thread', owner_token, fence)
+  FROM generate_series(1, 3) i, public.cp_writer ORDER BY i;
 });
+my $checkpoints_query = q{SELECT sandbox_store.checkpoint_head('cp-thread'),
+  (SELECT string_agg(c::text, E'\n') FROM sandbox_store.checkpoint_list('cp-thread') c),
+  (SELECT string_agg(key || '=' || refs, ' ') FROM sandbox_store.checkpoint_blob_references())};
+my $checkpoints_before = $node->safe_psql('src', $checkpoints_query);
 
 my $max_fence_before =
   $node->safe_psql('src', 'SELECT max(fence) FROM sandbox_store.leases');
@@ -73,6 +89,14 @@ like($stderr, qr/could not lock sandbox key "claim-live"/,
 	'the restored live claim still excludes a lock-mode ensure');
 is( $node->safe_psql('dst', 'SELECT last_value FROM sandbox_store.fence_seq'),
 	$seq_before, 'the fence sequence is restored where it was');
+is($node->safe_psql('dst', $checkpoints_query), $checkpoints_before,
+	'every checkpoint, the head and the blob references are restored exactly');
+is( $node->safe_psql('dst', q{
+SELECT sandbox_store.checkpoint_append(jsonb_build_object('id', 'cp-4', 'threadId', 'cp-thread',
+    'parentCheckpointId', 'cp-3', 'createdAt', 4000, 'reason', 'automatic', 'conversation', '[]'::jsonb,
+    'files', '[]'::jsonb, 'artifacts', '[]'::jsonb), 'cp-3', 'cp-thread', owner_token, fence)
+  FROM public.cp_writer}),
+	'cp-4', 'the checkpoint writer goes on appending in the restored database');
 
 # New claims in the restored database: fences above every fence given before.
 my $new_fences = $node->safe_psql(

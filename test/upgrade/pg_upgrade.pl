@@ -20,8 +20,9 @@
 #                ALTER EXTENSION sandbox_store UPDATE then goes to 1.4 and
 #                the app role works on the upgraded records; a second
 #                database, at 1.4, keeps its guard (the event trigger the
-#                extension owns) enabled and its records, and the guard
-#                still refuses a column;
+#                extension owns) enabled, its records and its checkpoints
+#                (the writer goes on appending), and the guard still refuses
+#                a column;
 #   dump/restore pg_dump (the newer version's) of the 15 database, restored
 #                into a fresh database of the newer version: the same checks.
 
@@ -76,8 +77,22 @@ $old->safe_psql(
 CREATE EXTENSION sandbox_store;
 SELECT count(*) FROM generate_series(1, 20) i,
   sandbox_store.sandbox_upsert('g-' || i, 'prov', 'sbx-' || i, 'thread-g');
+CREATE TABLE public.cp_writer AS
+  SELECT fence, owner_token FROM sandbox_store.checkpoint_acquire_writer('cp-thread', 3600000);
+SELECT sandbox_store.checkpoint_append(
+  jsonb_build_object('id', 'cp-' || i, 'threadId', 'cp-thread', 'parentCheckpointId', CASE WHEN i > 1 THEN 'cp-' || (i - 1) END,
+    'createdAt', 1000 * i, 'reason', 'automatic', 'conversation', jsonb_build_array(repeat('m', 5000)),
+    'files', jsonb_build_array(jsonb_build_object('path', 'a', 'kind', 'file', 'size', 1,
+      'blobKey', 'sandbox-files/sha256/' || repeat('c', 64))),
+    'artifacts', '[]'::jsonb),
+  CASE WHEN i > 1 THEN 'cp-' || (i - 1) END, 'cp-thread', owner_token, fence)
+  FROM generate_series(1, 3) i, public.cp_writer ORDER BY i;
 });
 my $guarded_before = $old->safe_psql('guarded', $RECORDS_QUERY);
+my $checkpoints_query = q{SELECT sandbox_store.checkpoint_head('cp-thread'),
+  (SELECT string_agg(c::text, E'\n') FROM sandbox_store.checkpoint_list('cp-thread') c),
+  (SELECT string_agg(key || '=' || refs, ' ') FROM sandbox_store.checkpoint_blob_references())};
+my $checkpoints_before = $old->safe_psql('guarded', $checkpoints_query);
 
 # Privileges of the extension's functions and relations, described (OIDs
 # differ between clusters): their ACLs, and the initial privileges pg_dump
@@ -107,7 +122,12 @@ WITH members AS (
      AND d.objid IS DISTINCT FROM to_regprocedure('sandbox_store.guard()')
      AND d.objid IS DISTINCT FROM
          to_regprocedure('sandbox_store.sandbox_upsert_release(text, bigint, text, text, text, text, text, timestamptz)')
-     AND d.objid IS DISTINCT FROM to_regclass('sandbox_store.key_locks')),
+     AND d.objid IS DISTINCT FROM to_regclass('sandbox_store.key_locks')
+     -- and the rest of 1.4: edition(), the checkpoint store and its helpers
+     AND NOT (d.classid = 'pg_proc'::regclass
+              AND (SELECT proname FROM pg_proc WHERE oid = d.objid) ~ '^(edition$|checkpoint_|_)')
+     AND NOT (d.classid = 'pg_class'::regclass
+              AND (SELECT relname FROM pg_class WHERE oid = d.objid) ~ '^checkpoint')),
 acls AS (
   SELECT 'acl' AS source, m.classid, m.objid, coalesce(m.acl, m.default_acl) AS acl FROM members m
   UNION ALL
@@ -241,6 +261,14 @@ is( $new->safe_psql('postgres',
 	'10', 'sandbox_list reads the records written on 15');
 is($new->safe_psql('guarded', $RECORDS_QUERY), $guarded_before,
 	'pg_upgrade keeps the records of the 1.4 database');
+is($new->safe_psql('guarded', $checkpoints_query), $checkpoints_before,
+	'pg_upgrade keeps the checkpoints, their head and blob references');
+is( $new->safe_psql('guarded', q{
+SELECT sandbox_store.checkpoint_append(jsonb_build_object('id', 'cp-4', 'threadId', 'cp-thread',
+    'parentCheckpointId', 'cp-3', 'createdAt', 4000, 'reason', 'automatic', 'conversation', '[]'::jsonb,
+    'files', '[]'::jsonb, 'artifacts', '[]'::jsonb), 'cp-3', 'cp-thread', owner_token, fence)
+  FROM public.cp_writer}),
+	'cp-4', 'after pg_upgrade the checkpoint writer goes on appending');
 is( $new->safe_psql('guarded',
 		q{SELECT extversion || ' ' || evtenabled::text FROM pg_extension, pg_event_trigger
 		   WHERE extname = 'sandbox_store' AND evtname = 'sandbox_store_guard'}),

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -220,6 +221,107 @@ export async function main(): Promise<string> {
     } catch (error) {
       const e = error as { stdout?: string; stderr?: string };
       assert.fail(`the consumer does not compile:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+});
+
+test('npm pack, then npm install of the tarball into a new project as the README says: both entry points import, and their types resolve under NodeNext', () => {
+  const work = mkdtempSync(join(tmpdir(), 'sandbox-store-install-'));
+  try {
+    const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    const [packed] = JSON.parse(out) as Array<{ filename: string }>;
+    assert.ok(packed !== undefined);
+
+    // The README's install commands, with the versions this package is tested with.
+    const dev = (JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { devDependencies: Record<string, string> })
+      .devDependencies;
+    const at = (name: string): string => `${name}@${dev[name] ?? 'latest'}`;
+    const app = join(work, 'app');
+    mkdirSync(app);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+    const npm = (args: string[]): void => {
+      try {
+        execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], {
+          cwd: app,
+          encoding: 'utf8',
+          stdio: 'pipe',
+        });
+      } catch (error) {
+        const e = error as { stdout?: string; stderr?: string };
+        assert.fail(`npm ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+      }
+    };
+    npm(['install', join(work, packed.filename), at('pg'), at('@tanstack/ai-sandbox'), at('@tanstack/ai')]);
+    npm(['install', '-D', at('@types/pg')]);
+    const installed = join(app, 'node_modules', pkg.name);
+    assert.ok(!lstatSync(installed).isSymbolicLink(), 'the tarball is installed as a copy, not a link');
+    assert.ok(!existsSync(join(installed, 'node_modules')), 'the package brings no dependency of its own');
+
+    // Both entry points, resolved from the app through "exports".
+    const exported = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `const main = await import('${pkg.name}');
+const tanstack = await import('${pkg.name}/tanstack');
+const kinds = (m) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, typeof v]));
+console.log(JSON.stringify({ main: kinds(main), tanstack: kinds(tanstack) }));`,
+      ],
+      { cwd: app, encoding: 'utf8' },
+    );
+    const api = JSON.parse(exported) as { main: Record<string, string>; tanstack: Record<string, string> };
+    for (const name of ['withDurableSandbox', 'provideSandboxStores', 'defineDurableSandbox']) {
+      assert.equal(api.tanstack[name], 'function', `${pkg.name}/tanstack exports ${name}`);
+    }
+    for (const name of ['createInstanceStore', 'createLockStore', 'ensureSandbox', 'tanstackSandboxKey']) {
+      assert.equal(api.main[name], 'function', `${pkg.name} exports ${name}`);
+    }
+
+    // Their declarations, found through "exports" by TypeScript's NodeNext resolution.
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          target: 'ES2022',
+          lib: ['ES2022', 'DOM'],
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+        },
+        include: ['app.ts'],
+      }),
+    );
+    writeFileSync(
+      join(app, 'app.ts'),
+      `import pg from 'pg'
+import type { SandboxDefinition } from '@tanstack/ai-sandbox'
+import { createInstanceStore, createLockStore, tanstackSandboxKey } from '${pkg.name}'
+import { provideSandboxStores, withDurableSandbox } from '${pkg.name}/tanstack'
+
+declare const sandbox: SandboxDefinition
+const pool = new pg.Pool()
+const instances = createInstanceStore(pool)
+const locks = createLockStore(pool, { mode: 'lease', leaseMs: 30_000, lockKey: tanstackSandboxKey })
+export const middleware = [...withDurableSandbox(sandbox, { instances, locks })]
+export const provider = provideSandboxStores({ instances, locks })
+`,
+    );
+    try {
+      execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', app], {
+        cwd: app,
+        encoding: 'utf8',
+      });
+    } catch (error) {
+      const e = error as { stdout?: string; stderr?: string };
+      assert.fail(`the app does not compile against the installed tarball:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
     }
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -151,41 +151,49 @@ BEGIN
     END IF;
 
     -- files: {path, kind: 'file', blobKey, size} or {path, kind: 'dir'}.
+    -- (Set-based: one pass over the entries, the first bad one reported;
+    -- then duplicates and entries beneath a file, by hashing, not pairs.)
     IF jsonb_typeof(c -> 'files') IS DISTINCT FROM 'array' THEN
         PERFORM sandbox_store._invalid_entry('files is an array.');
     END IF;
-    FOR e IN SELECT * FROM jsonb_array_elements(c -> 'files') LOOP
-        IF jsonb_typeof(e) IS DISTINCT FROM 'object' OR jsonb_typeof(e -> 'path') IS DISTINCT FROM 'string' THEN
-            PERFORM sandbox_store._invalid_entry('Each file entry is an object with a path.');
-        END IF;
-        IF e ->> 'path' = '' OR e ->> 'path' ~ '^/' OR e ->> 'path' ~ '/$' OR e ->> 'path' ~ '//'
-           OR e ->> 'path' ~ '(^|/)\.\.?(/|$)' OR e ->> 'path' ~ '\\' THEN
-            PERFORM sandbox_store._invalid_entry(format('Path %s is not a normalized relative path.', e -> 'path'));
-        END IF;
-        IF e ->> 'kind' = 'file' THEN
-            IF jsonb_typeof(e -> 'blobKey') IS DISTINCT FROM 'string'
-               OR e ->> 'blobKey' !~ '^sandbox-files/sha256/[0-9a-f]{64}$' THEN
-                PERFORM sandbox_store._invalid_entry(format('The blob key of file %s is not sandbox-files/sha256/ and 64 lowercase hex digits.', e -> 'path'));
-            END IF;
-            IF (CASE WHEN jsonb_typeof(e -> 'size') IS DISTINCT FROM 'number' THEN true
-                     ELSE (e ->> 'size')::pg_catalog.numeric < 0
-                          OR (e ->> 'size')::pg_catalog.numeric OPERATOR(pg_catalog.<>) trunc((e ->> 'size')::pg_catalog.numeric) END) THEN
-                PERFORM sandbox_store._invalid_entry(format('The size of file %s is not a whole number of bytes.', e -> 'path'));
-            END IF;
-        ELSIF e ->> 'kind' IS DISTINCT FROM 'dir' THEN
-            PERFORM sandbox_store._invalid_entry(format('Entry %s has kind %s; a kind is "file" or "dir".', e -> 'path', COALESCE(e -> 'kind', 'null')));
-        END IF;
-    END LOOP;
+    SELECT r INTO bad FROM (
+        SELECT i, CASE
+            WHEN jsonb_typeof(ent) IS DISTINCT FROM 'object' OR jsonb_typeof(ent -> 'path') IS DISTINCT FROM 'string'
+                THEN 'Each file entry is an object with a path.'
+            WHEN ent ->> 'path' !~ '^[^/\\]+(/[^/\\]+)*$' OR ent ->> 'path' ~ '(^|/)\.\.?(/|$)'
+                 OR ent ->> 'path' ~ '^[A-Za-z]:'
+                THEN format('Path %s is not a normalized relative path.', ent -> 'path')
+            WHEN ent ->> 'kind' = 'dir' AND (ent ? 'blobKey' OR ent ? 'size')
+                THEN format('Directory %s has a blob key or a size; only files have them.', ent -> 'path')
+            WHEN ent ->> 'kind' = 'file' AND (jsonb_typeof(ent -> 'blobKey') IS DISTINCT FROM 'string'
+                                         OR ent ->> 'blobKey' !~ '^sandbox-files/sha256/[0-9a-f]{64}$')
+                THEN format('The blob key of file %s is not sandbox-files/sha256/ and 64 lowercase hex digits.', ent -> 'path')
+            WHEN ent ->> 'kind' = 'file'
+                 AND (jsonb_typeof(ent -> 'size') IS DISTINCT FROM 'number'
+                      OR CASE WHEN ent ->> 'size' ~ '^[0-9]{1,16}$'
+                              THEN (ent ->> 'size')::pg_catalog.int8 > 9007199254740991 ELSE true END)
+                THEN format('The size of file %s is not a whole number of bytes.', ent -> 'path')
+            WHEN ent ->> 'kind' IS DISTINCT FROM 'file' AND ent ->> 'kind' IS DISTINCT FROM 'dir'
+                THEN format('Entry %s has kind %s; a kind is "file" or "dir".', ent -> 'path', COALESCE(ent -> 'kind', 'null'))
+            END AS r
+          FROM jsonb_array_elements(c -> 'files') WITH ORDINALITY x(ent, i)) s
+     WHERE r IS NOT NULL ORDER BY i LIMIT 1;
+    IF bad IS NOT NULL THEN
+        PERFORM sandbox_store._invalid_entry(bad);
+    END IF;
     SELECT f ->> 'path' INTO bad FROM jsonb_array_elements(c -> 'files') f
      GROUP BY f ->> 'path' HAVING count(*) > 1 LIMIT 1;
     IF bad IS NOT NULL THEN
         PERFORM sandbox_store._invalid_entry(format('Path %s is listed more than once.', to_jsonb(bad)));
     END IF;
-    SELECT d ->> 'path' INTO bad
-      FROM jsonb_array_elements(c -> 'files') f, jsonb_array_elements(c -> 'files') d
-     WHERE f ->> 'kind' = 'file'
-       AND left(d ->> 'path', length(f ->> 'path') + 1) = (f ->> 'path') || '/'
-     LIMIT 1;
+    -- An entry beneath a file: ordered by path || '/' as bytes, everything
+    -- beneath an entry comes right after it, so a file is followed by an
+    -- entry beneath it exactly when any entry is beneath it.
+    SELECT s.next_path INTO bad FROM (
+        SELECT ent ->> 'kind' AS kind, (ent ->> 'path') || '/' AS prefix,
+               lead(ent ->> 'path') OVER (ORDER BY ((ent ->> 'path') || '/') COLLATE "C") AS next_path
+          FROM jsonb_array_elements(c -> 'files') ent) s
+     WHERE s.kind = 'file' AND starts_with(s.next_path, s.prefix) LIMIT 1;
     IF bad IS NOT NULL THEN
         PERFORM sandbox_store._invalid_entry(format('Path %s is beneath a file.', to_jsonb(bad)));
     END IF;
@@ -197,8 +205,9 @@ BEGIN
     FOR e IN SELECT * FROM jsonb_array_elements(c -> 'artifacts') LOOP
         IF jsonb_typeof(e) IS DISTINCT FROM 'object'
            OR jsonb_typeof(e -> 'artifactId') IS DISTINCT FROM 'string' OR e ->> 'artifactId' = ''
-           OR jsonb_typeof(e -> 'name') IS DISTINCT FROM 'string'
-           OR jsonb_typeof(e -> 'mimeType') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(e -> 'name') IS DISTINCT FROM 'string' OR e ->> 'name' = ''
+           OR jsonb_typeof(e -> 'mimeType') IS DISTINCT FROM 'string' OR e ->> 'mimeType' = ''
+           OR e ->> 'size' !~ '^[0-9]{1,16}$'
            OR jsonb_typeof(e -> 'size') IS DISTINCT FROM 'number'
            OR jsonb_typeof(e -> 'createdAt') IS DISTINCT FROM 'number' THEN
             PERFORM sandbox_store._invalid_entry('Each artifact has artifactId, name, mimeType, size, blobKey and createdAt.');
@@ -269,11 +278,11 @@ BEGIN
       FROM ONLY sandbox_store.leases s
      WHERE s.key OPERATOR(pg_catalog.=) sandbox_store._writer_key(thread_id)
        FOR UPDATE;
-    IF l.owner_token IS NULL OR l.owner_token OPERATOR(pg_catalog.<>) $3
-       OR l.fence OPERATOR(pg_catalog.<>) $4 OR l.lease_expires_at OPERATOR(pg_catalog.<=) now THEN
+    IF l.owner_token IS NULL OR l.owner_token IS DISTINCT FROM $3
+       OR l.fence IS DISTINCT FROM $4 OR l.lease_expires_at OPERATOR(pg_catalog.<=) now THEN
         PERFORM sandbox_store._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
             CASE WHEN l.owner_token IS NULL THEN 'The thread has no writer: it was released or never taken.  Nothing was changed.'
-                 WHEN l.owner_token OPERATOR(pg_catalog.<>) $3 OR l.fence OPERATOR(pg_catalog.<>) $4
+                 WHEN l.owner_token IS DISTINCT FROM $3 OR l.fence IS DISTINCT FROM $4
                  THEN format('The thread''s writer has fence %s now: the lease was taken over.  Nothing was changed.', l.fence)
                  ELSE format('The writer''s lease expired at %s.  Nothing was changed.', l.lease_expires_at) END);
     END IF;
@@ -290,6 +299,7 @@ RETURNS TABLE (fence pg_catalog.int8, owner_token pg_catalog.uuid, expires_at pg
 LANGUAGE plpgsql VOLATILE ROWS 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     k pg_catalog.text;
@@ -335,6 +345,7 @@ RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     now pg_catalog.timestamptz := COALESCE($5, clock_timestamp());
@@ -361,6 +372,7 @@ RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
@@ -382,6 +394,7 @@ RETURNS pg_catalog.text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     v_id pg_catalog.text := $1 ->> 'id';
@@ -430,6 +443,7 @@ RETURNS pg_catalog.text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     head pg_catalog.text;
@@ -467,10 +481,11 @@ CREATE FUNCTION sandbox_store.checkpoint_fork(
     owner_token pg_catalog.uuid,
     fence pg_catalog.int8,
     at pg_catalog.timestamptz DEFAULT NULL)
-RETURNS pg_catalog.text
+RETURNS pg_catalog.jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     v_source pg_catalog.jsonb;
@@ -484,19 +499,31 @@ BEGIN
         PERFORM sandbox_store._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
     END IF;
     PERFORM sandbox_store._check_writer($3, $6, $7, $8, COALESCE($9, clock_timestamp()));
+    IF $1 OPERATOR(pg_catalog.=) $3 THEN
+        PERFORM sandbox_store._checkpoint_error('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb($1)),
+            'A fork makes the first checkpoint of another thread.');
+    END IF;
     SELECT c.checkpoint INTO v_source FROM sandbox_store.checkpoints c
-     WHERE c.id OPERATOR(pg_catalog.=) $2 AND c.thread_id OPERATOR(pg_catalog.=) $1;
+     WHERE c.id OPERATOR(pg_catalog.=) $2;
     IF v_source IS NULL THEN
-        PERFORM sandbox_store._checkpoint_error('SBC09', format('checkpoint %s of thread %s does not exist', to_jsonb($2), to_jsonb($1)),
+        PERFORM sandbox_store._checkpoint_error('SBC09', format('checkpoint %s does not exist', to_jsonb($2)),
             'A fork copies a stored checkpoint.');
+    END IF;
+    IF v_source ->> 'threadId' IS DISTINCT FROM $1 THEN
+        PERFORM sandbox_store._checkpoint_error('SBC11', format('checkpoint %s is not a checkpoint of thread %s', to_jsonb($2), to_jsonb($1)),
+            format('It belongs to thread %s.', v_source -> 'threadId'));
     END IF;
     IF EXISTS (SELECT FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $3)
        OR EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.thread_id OPERATOR(pg_catalog.=) $3) THEN
         PERFORM sandbox_store._checkpoint_error('SBC10', format('thread %s already has checkpoints', to_jsonb($3)),
             'A fork makes the first checkpoint of an empty thread.');
     END IF;
-    v_copy := v_source || jsonb_build_object('id', $4, 'threadId', $3, 'parentCheckpointId', NULL,
-                                         'createdAt', $5, 'reason', 'fork-root');
+    -- The fork root: the source's files, conversation and artifacts, and
+    -- nothing of its save (label, sourceRunId).
+    v_copy := jsonb_build_object('id', $4, 'threadId', $3, 'parentCheckpointId', NULL,
+                                 'createdAt', $5, 'reason', 'fork-root',
+                                 'files', v_source -> 'files', 'conversation', v_source -> 'conversation',
+                                 'artifacts', v_source -> 'artifacts');
     BEGIN
         INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint)
         VALUES ($4, $3, NULL, $5, v_copy);
@@ -506,7 +533,7 @@ BEGIN
     END;
     INSERT INTO sandbox_store.checkpoint_heads (thread_id, head_id) VALUES ($3, $4);
     PERFORM sandbox_store._checkpoint_refs(v_copy, 1);
-    RETURN $4;
+    RETURN v_copy;
 END
 $$;
 
@@ -515,6 +542,7 @@ RETURNS pg_catalog.jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'checkpoint id', 1024);
@@ -527,6 +555,7 @@ RETURNS SETOF pg_catalog.jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
@@ -541,6 +570,7 @@ RETURNS pg_catalog.text
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
@@ -553,6 +583,7 @@ RETURNS TABLE (key pg_catalog.text, refs pg_catalog.int8)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 SELECT b.key, b.refcount FROM sandbox_store.checkpoint_blobs b ORDER BY b.key COLLATE "C"
 $$;
@@ -568,7 +599,7 @@ COMMENT ON FUNCTION sandbox_store.checkpoint_append(pg_catalog.jsonb, pg_catalog
 COMMENT ON FUNCTION sandbox_store.checkpoint_delete_head(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz) IS
 'Delete the thread''s head checkpoint (SBC04 if checkpoint_id is not the head); the head moves to its parent and its blob references drop. Returns the new head id or NULL.';
 COMMENT ON FUNCTION sandbox_store.checkpoint_fork(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz) IS
-'Copy a stored checkpoint as the fork-root (no parent) of an empty thread, atomically, under the destination''s writer; SBC09 if the source does not exist, SBC10 if the destination has checkpoints.';
+'Copy a stored checkpoint as the fork-root (no parent) of an empty thread, atomically, under the destination''s writer, and return the copy; SBC09 if the source does not exist, SBC11 if it is not of the source thread (or the threads are the same), SBC10 if the destination has checkpoints.';
 COMMENT ON FUNCTION sandbox_store.checkpoint_get(pg_catalog.text) IS
 'The checkpoint with this id, as appended, or NULL.';
 COMMENT ON FUNCTION sandbox_store.checkpoint_list(pg_catalog.text) IS

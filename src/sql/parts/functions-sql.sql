@@ -342,11 +342,13 @@ BEGIN
 END
 $$;
 
--- The fence just drawn must survive a crash before the client sees it.  A
--- commit with synchronous_commit on flushes the WAL that covers it; a claim
--- made inside a transaction block is returned before its commit, so there
--- the WAL is flushed now (PostgreSQL 17 and later; earlier versions have no
--- SQL function that flushes WAL: docs/reference.md, "Editions").
+-- The fence just drawn must survive a crash before the client sees it.  On
+-- PostgreSQL 17 and later the WAL that covers it is flushed now (a claim
+-- made in a transaction block, or by a statement that streams its rows, is
+-- seen before its commit).  Earlier versions have no SQL function that
+-- flushes WAL: there the commit flushes it (synchronous_commit is raised for
+-- the transaction if it is off), which covers a claim made by a statement
+-- in autocommit (docs/reference.md, "Editions").
 CREATE FUNCTION sandbox_store._keep_fence()
 RETURNS void
 LANGUAGE plpgsql
@@ -356,8 +358,7 @@ BEGIN
     IF current_setting('synchronous_commit') = 'off' THEN
         PERFORM set_config('synchronous_commit', 'local', true);
     END IF;
-    IF transaction_timestamp() OPERATOR(pg_catalog.<>) statement_timestamp()
-       AND current_setting('server_version_num')::pg_catalog.int4 >= 170000 THEN
+    IF current_setting('server_version_num')::pg_catalog.int4 >= 170000 THEN
         PERFORM pg_logical_emit_message(false, 'sandbox_store', ''::pg_catalog.text, true);
     END IF;
 END
@@ -632,6 +633,10 @@ BEGIN
       FROM ONLY sandbox_store.leases l
      WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
     IF NOT FOUND THEN
+        -- (REPEATABLE READ: a claim committed after the snapshot is 40001.)
+        IF sandbox_store._snapshot_isolation() THEN
+            PERFORM sandbox_store._probe_hidden(k, 'claim');
+        END IF;
         newest := 0;
         is_claimed := false;
     END IF;
@@ -766,6 +771,7 @@ RETURNS sandbox_store.instances
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -792,6 +798,7 @@ RETURNS sandbox_store.instances
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -813,6 +820,7 @@ RETURNS SETOF sandbox_store.instances
 LANGUAGE plpgsql STABLE ROWS 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -829,6 +837,7 @@ RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     deleted boolean;
@@ -859,6 +868,7 @@ RETURNS SETOF sandbox_store.instances
 LANGUAGE plpgsql STABLE ROWS 4 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -881,6 +891,7 @@ RETURNS SETOF sandbox_store.ensure_result
 LANGUAGE plpgsql VOLATILE ROWS 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     c record;
@@ -956,6 +967,7 @@ RETURNS pg_catalog.void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -973,6 +985,7 @@ RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -1006,6 +1019,7 @@ RETURNS TABLE (
 LANGUAGE plpgsql VOLATILE ROWS 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -1031,6 +1045,7 @@ RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     expires pg_catalog.timestamptz;
@@ -1064,6 +1079,7 @@ RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -1079,6 +1095,19 @@ BEGIN
 END
 $$;
 
+-- The reaper's candidates, oldest first: a sequential read (there is no
+-- index on updated_at), whatever the caller's enable_seqscan.
+CREATE FUNCTION sandbox_store._reap_candidates(cutoff pg_catalog.timestamptz)
+RETURNS SETOF pg_catalog.text
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+SET enable_seqscan = on
+AS $$
+SELECT i.key FROM ONLY sandbox_store.instances i
+ WHERE i.updated_at OPERATOR(pg_catalog.<) cutoff
+ ORDER BY i.updated_at, i.key
+$$;
+
 CREATE FUNCTION sandbox_store.sandbox_reap(
     idle_for pg_catalog.interval,
     max_rows pg_catalog.int4 DEFAULT 100)
@@ -1086,6 +1115,7 @@ RETURNS SETOF sandbox_store.instances
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     cutoff pg_catalog.timestamptz;
@@ -1106,11 +1136,7 @@ BEGIN
             MESSAGE = 'max_rows must be positive',
             DETAIL = format('The value given is %s.', $2);
     END IF;
-    FOR candidate IN
-        SELECT i.key FROM ONLY sandbox_store.instances i
-         WHERE i.updated_at OPERATOR(pg_catalog.<) cutoff
-         ORDER BY i.updated_at, i.key
-    LOOP
+    FOR candidate IN SELECT sandbox_store._reap_candidates(cutoff) LOOP
         EXIT WHEN reaped >= $2;
         CONTINUE WHEN NOT sandbox_store._try_take(candidate, sandbox_store._lock_id(candidate));
         PERFORM FROM ONLY sandbox_store.instances i
@@ -1133,6 +1159,7 @@ RETURNS pg_catalog.int4
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
 AS $$
 DECLARE
     holder pg_catalog.int4;
@@ -1178,5 +1205,6 @@ REVOKE ALL ON FUNCTION
     sandbox_store._check_fence(pg_catalog.text, pg_catalog.int8),
     sandbox_store._upsert(pg_catalog.text, pg_catalog.int8, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz),
     sandbox_store._check_record_args(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz),
-    sandbox_store._check_fence_arg(pg_catalog.int8)
+    sandbox_store._check_fence_arg(pg_catalog.int8),
+    sandbox_store._reap_candidates(pg_catalog.timestamptz)
 FROM PUBLIC;

@@ -32,6 +32,15 @@ WITH ext AS (
        AND d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
       JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.objid
      WHERE c.relkind OPERATOR(pg_catalog.<>) 'c'
+    UNION ALL
+    -- The plain script's relations are no extension's members: those of
+    -- its schema are.
+    SELECT c.oid, c.relname, c.relkind, true
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE NOT EXISTS (SELECT FROM ext)
+       AND n.nspname OPERATOR(pg_catalog.=) 'sandbox_store'
+       AND c.relkind OPERATOR(pg_catalog.=) ANY (ARRAY['r', 'p', 'v', 'm', 'S', 'f']::pg_catalog."char"[])
 ), relations (relname, relkind) AS (
     VALUES ('instances'::pg_catalog.name, 'r'::pg_catalog."char"),
            ('leases', 'r'),
@@ -140,3 +149,5 @@ $$;
 
 COMMENT ON FUNCTION sandbox_store.unsupported_changes() IS
 'What differs in the relations of sandbox_store from what the extension made (columns, their types, collations and NOT NULL, relation names, schema, inheritance), one line per difference; none when they are as made. pg_dump cannot carry such changes.';
+
+REVOKE ALL ON FUNCTION sandbox_store.unsupported_changes() FROM PUBLIC;

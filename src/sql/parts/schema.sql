@@ -39,7 +39,7 @@ BEGIN
             ERRCODE = 'insufficient_privilege',
             MESSAGE = pg_catalog.format('schema "sandbox_store" already exists and belongs to role %I', owner_name),
             DETAIL = 'The extension installs into that schema, and its owner could replace the extension''s objects.',
-            HINT = 'Drop the schema, or make a superuser its owner (ALTER SCHEMA sandbox_store OWNER TO ...), and run CREATE EXTENSION again.';
+            HINT = 'Drop the schema, or make a superuser or the installing role its owner (ALTER SCHEMA sandbox_store OWNER TO ...), and install again.';
     END IF;
 END
 $$;
