@@ -12,10 +12,9 @@ import {
   SandboxCheckpointWriterConflictError,
   SandboxCheckpointWriterLostError,
   SandboxStoreError,
-  isConnectionError,
   toStoreError,
 } from './errors.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, connect, poolQuery } from './internal/pool.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
 import {
   CHECKPOINT_ACQUIRE_SQL,
   CHECKPOINT_APPEND_SQL,
@@ -192,6 +191,8 @@ function checkpointError(error: unknown, operation: Operation): SandboxStoreErro
       return new SandboxCheckpointError('SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND', message, options);
     case 'SBC10':
       return new SandboxCheckpointError('SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY', message, options);
+    case 'SBC11':
+      return new SandboxCheckpointError('SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH', message, options);
     default:
       return storeError;
   }
@@ -382,71 +383,29 @@ export function createCheckpointStore<TMessage = any>(
         );
       }
       if (sourceThreadId === destinationThreadId) {
+        // The database says so too (after the writer check); TanStack AI says so first.
         throw new SandboxCheckpointError(
           'SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH',
           'a fork copies a checkpoint into another thread: source and destination thread are the same',
+          { sqlstate: 'SBC11' },
         );
       }
-      const values = [
-        sourceThreadId,
-        sourceCheckpointId,
-        destinationThreadId,
-        destinationCheckpointId,
-        String(createdAt),
-        ...writer,
-        at(),
-      ];
-      let forked: string | null;
-      try {
-        forked = await forkAndRead(values);
-      } catch (error) {
-        const mapped = checkpointError(error, 'fork');
-        if (mapped instanceof SandboxCheckpointError && mapped.code === 'SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND') {
-          // checkpoint_fork says SBC09 also when the id is another thread's; tell them apart.
-          const elsewhere = await get(sourceCheckpointId).catch(() => null);
-          if (elsewhere !== null) {
-            throw new SandboxCheckpointError(
-              'SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH',
-              `checkpoint ${JSON.stringify(sourceCheckpointId)} is not a checkpoint of thread ${JSON.stringify(sourceThreadId)}`,
-              { sqlstate: mapped.sqlstate, cause: mapped.cause },
-            );
-          }
-        }
-        throw mapped;
-      }
-      const checkpoint = parseCheckpoint<SandboxCheckpoint<TMessage>>(forked);
-      if (checkpoint === null) throw new SandboxStoreError('checkpoint_fork stored no checkpoint');
+      const result = await call<{ checkpoint: string | null }>(
+        CHECKPOINT_FORK_SQL,
+        [
+          sourceThreadId,
+          sourceCheckpointId,
+          destinationThreadId,
+          destinationCheckpointId,
+          String(createdAt),
+          ...writer,
+          at(),
+        ],
+        'fork',
+      );
+      const checkpoint = parseCheckpoint<SandboxCheckpoint<TMessage>>(result.rows[0]?.checkpoint);
+      if (checkpoint === null) throw new SandboxStoreError('checkpoint_fork returned no checkpoint');
       return { checkpoint };
     },
   };
-
-  /**
-   * checkpoint_fork, then the stored copy, in one transaction (a statement
-   * cannot read what a function it calls wrote).  Raw driver errors out.
-   */
-  async function forkAndRead(values: readonly unknown[]): Promise<string | null> {
-    const client = await connect(pool, connectTimeoutMs);
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      try {
-        const forked = await client.query<{ checkpoint_id: string }>(CHECKPOINT_FORK_SQL, values as unknown[]);
-        const stored = await client.query<{ checkpoint: string | null }>(CHECKPOINT_GET_SQL, [
-          forked.rows[0]?.checkpoint_id,
-        ]);
-        await client.query('COMMIT');
-        return stored.rows[0]?.checkpoint ?? null;
-      } catch (error) {
-        await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-          broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-        });
-        throw error;
-      }
-    } catch (error) {
-      if (isConnectionError(error)) broken = error instanceof Error ? error : new Error(String(error));
-      throw error;
-    } finally {
-      client.release(broken);
-    }
-  }
 }

@@ -603,6 +603,9 @@ describe('checkpoint store: append', () => {
         { files: [file('a', `${s}/f`), dir('a/b')] },
         { files: [{ path: 'a', kind: 'file', blobKey: 'sandbox-files/sha256/XYZ', size: 1 }] },
         { files: [{ path: 'a', kind: 'link' }] },
+        { files: [{ path: 'a', kind: 'dir', size: 0 }] },
+        { files: [dir('C:/x')] },
+        { artifacts: [{ ...artifact(`${s}/x`), name: '' }] },
         { artifacts: [{ ...artifact(`${s}/x`), blobKey: 'elsewhere/x' }] },
         { reason: 'whim' },
         { createdAt: 1.5 },
@@ -805,16 +808,18 @@ describe('checkpoint store: fork', () => {
     });
 
     const before = await stateOf(store, destination, keys);
-    const refusals: Array<[string, () => Promise<unknown>, string]> = [
+    const refusals: Array<[string, () => Promise<unknown>, string, string?]> = [
       [
         'missing source',
         () => store.forkFromCheckpoint({ ...input, sourceCheckpointId: `${s}/missing` }),
         'SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND',
+        'SBC09',
       ],
       [
         'source of another thread',
         () => store.forkFromCheckpoint({ ...input, sourceThreadId: stranger }),
         'SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH',
+        'SBC11',
       ],
       [
         'source thread = destination thread',
@@ -825,6 +830,7 @@ describe('checkpoint store: fork', () => {
         'destination id taken by another thread',
         () => store.forkFromCheckpoint({ ...input, destinationCheckpointId: `${s}/strange` }),
         'SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY',
+        'SBC03',
       ],
       [
         'writer of another thread',
@@ -847,8 +853,8 @@ describe('checkpoint store: fork', () => {
         'SANDBOX_SNAPSHOT_INVALID_ID',
       ],
     ];
-    for (const [what, call, code] of refusals) {
-      await rejectsWith(call(), code as never);
+    for (const [what, call, code, sqlstate] of refusals) {
+      await rejectsWith(call(), code as never, sqlstate);
       assert.deepStrictEqual(await stateOf(store, destination, keys), before, what);
     }
     // A destination with checkpoints.

@@ -237,16 +237,16 @@ export const CHECKPOINT_DELETE_HEAD_SQL =
   ' at => $6::pg_catalog.timestamptz) AS head_id';
 
 /**
- * checkpoint_fork; $1 source thread, $2 source checkpoint, $3 destination
- * thread, $4 destination checkpoint, $5 createdAt, $6 writer thread, $7
- * owner token, $8 fence, $9 at.
+ * checkpoint_fork, which returns the stored copy; $1 source thread, $2
+ * source checkpoint, $3 destination thread, $4 destination checkpoint, $5
+ * createdAt, $6 writer thread, $7 owner token, $8 fence, $9 at.
  */
 export const CHECKPOINT_FORK_SQL =
   'SELECT sandbox_store.checkpoint_fork(source_thread_id => $1::pg_catalog.text,' +
   ' source_checkpoint_id => $2::pg_catalog.text, destination_thread_id => $3::pg_catalog.text,' +
   ' destination_checkpoint_id => $4::pg_catalog.text, created_at => $5::pg_catalog.int8,' +
   ' writer_thread_id => $6::pg_catalog.text, owner_token => $7::pg_catalog.uuid, fence => $8::pg_catalog.int8,' +
-  ' at => $9::pg_catalog.timestamptz) AS checkpoint_id';
+  ' at => $9::pg_catalog.timestamptz)::pg_catalog.text AS checkpoint';
 
 /** checkpoint_get; $1 id. */
 export const CHECKPOINT_GET_SQL =
