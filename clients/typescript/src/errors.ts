@@ -14,11 +14,18 @@
  * | `ConnectionUnavailableError` | none                         | no pool connection within `connectTimeoutMs`     |
  * | `SandboxStoreError`     | any other, or none                | everything else the database or driver raised    |
  *
+ * The checkpoint store's errors are `SandboxCheckpointError`s (and its
+ * subclasses, named as in TanStack AI): their `code` is TanStack AI's
+ * `SANDBOX_SNAPSHOT_*` code, so an app's error handling works unchanged;
+ * the SQLSTATE (SBC01..SBC10, SB001) is on `sqlstate` only.
+ *
  * `ClaimLostError` is a `LockLostError`: catch the latter for "lost the key".
  * A database error of any other SQLSTATE is a plain `SandboxStoreError` with
  * that `sqlstate`; the driver's error is its `cause`.  Cancellation by the
  * caller's `AbortSignal` rejects with the signal's reason, as `fetch` does.
  */
+
+import type { SandboxCheckpointErrorCode } from './types.js';
 
 export interface SandboxStoreErrorOptions {
   sqlstate?: string | undefined;
@@ -82,6 +89,89 @@ export class DeadlockError extends SandboxStoreError {
  */
 export class ConnectionUnavailableError extends SandboxStoreError {
   override name = 'ConnectionUnavailableError';
+}
+
+/**
+ * A checkpoint store error, with TanStack AI's code as `code` (not the
+ * SQLSTATE: that is `sqlstate`, e.g. SBC01 for a stale head).
+ */
+export class SandboxCheckpointError extends SandboxStoreError {
+  override name = 'SandboxCheckpointError';
+  /** TanStack AI's code. */
+  override readonly code: SandboxCheckpointErrorCode;
+
+  constructor(code: SandboxCheckpointErrorCode, message: string, options: SandboxStoreErrorOptions = {}) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** SBC01: the thread's head is not `expectedHeadId` (`SANDBOX_SNAPSHOT_STALE_HEAD`). */
+export class SandboxCheckpointConflictError extends SandboxCheckpointError {
+  override name = 'SandboxCheckpointConflictError';
+  constructor(message: string, options: SandboxStoreErrorOptions = {}) {
+    super('SANDBOX_SNAPSHOT_STALE_HEAD', message, options);
+  }
+}
+
+/** SBC02: the checkpoint's parent is not `expectedHeadId` (`SANDBOX_SNAPSHOT_PARENT_MISMATCH`). */
+export class SandboxCheckpointParentMismatchError extends SandboxCheckpointError {
+  override name = 'SandboxCheckpointParentMismatchError';
+  constructor(message: string, options: SandboxStoreErrorOptions = {}) {
+    super('SANDBOX_SNAPSHOT_PARENT_MISMATCH', message, options);
+  }
+}
+
+/** SBC03: a checkpoint with this id exists, in any thread (`SANDBOX_SNAPSHOT_DUPLICATE_ID`). */
+export class SandboxCheckpointDuplicateIdError extends SandboxCheckpointError {
+  override name = 'SandboxCheckpointDuplicateIdError';
+  constructor(message: string, options: SandboxStoreErrorOptions = {}) {
+    super('SANDBOX_SNAPSHOT_DUPLICATE_ID', message, options);
+  }
+}
+
+/** SBC04: `deleteHead` of a checkpoint that is not the thread's head (`SANDBOX_SNAPSHOT_NOT_HEAD`). */
+export class SandboxCheckpointNotHeadError extends SandboxCheckpointError {
+  override name = 'SandboxCheckpointNotHeadError';
+  constructor(message: string, options: SandboxStoreErrorOptions = {}) {
+    super('SANDBOX_SNAPSHOT_NOT_HEAD', message, options);
+  }
+}
+
+/** SBC05: another unexpired writer holds the thread (`SANDBOX_SNAPSHOT_WRITER_CONFLICT`). */
+export class SandboxCheckpointWriterConflictError extends SandboxCheckpointError {
+  override name = 'SandboxCheckpointWriterConflictError';
+  constructor(message: string, options: SandboxStoreErrorOptions = {}) {
+    super('SANDBOX_SNAPSHOT_WRITER_CONFLICT', message, options);
+  }
+}
+
+/**
+ * SB001: the writer is not the thread's current, unexpired writer (released,
+ * expired, taken over, of another thread, or never issued); nothing changed
+ * (`SANDBOX_SNAPSHOT_WRITER_LOST`).
+ */
+export class SandboxCheckpointWriterLostError extends SandboxCheckpointError {
+  override name = 'SandboxCheckpointWriterLostError';
+  constructor(message: string, options: SandboxStoreErrorOptions = {}) {
+    super('SANDBOX_SNAPSHOT_WRITER_LOST', message, options);
+  }
+}
+
+/** SBC07: an id that is empty, too long, not well-formed Unicode or holds U+0000 (`SANDBOX_SNAPSHOT_INVALID_ID`). */
+export class SandboxCheckpointInvalidIdError extends SandboxCheckpointError {
+  override name = 'SandboxCheckpointInvalidIdError';
+  constructor(message: string, options: SandboxStoreErrorOptions = {}) {
+    super('SANDBOX_SNAPSHOT_INVALID_ID', message, options);
+  }
+}
+
+/** SBC08: a field or entry of the checkpoint is not as the contract says (`SANDBOX_SNAPSHOT_INVALID_ENTRY`). */
+export class SandboxCheckpointInvalidEntryError extends SandboxCheckpointError {
+  override name = 'SandboxCheckpointInvalidEntryError';
+  constructor(message: string, options: SandboxStoreErrorOptions = {}) {
+    super('SANDBOX_SNAPSHOT_INVALID_ENTRY', message, options);
+  }
 }
 
 const INVALID_ARGUMENT = new Set(['22004', '22023', '22001', '22007', '22008', '22021', '22P05']);

@@ -1,25 +1,46 @@
 /**
  * sandbox-store-client: the sandbox_store PostgreSQL extension as a durable
- * sandbox instance store and a per-key lock store for TanStack AI sandbox
- * servers, on node-postgres.
+ * sandbox instance store, a per-key lock store and a sandbox checkpoint
+ * store for TanStack AI sandbox servers, on node-postgres.
  *
  * ```ts
  * const pool = new pg.Pool()
  * const instances = createInstanceStore(pool)
  * const locks = createLockStore(pool, { mode: 'lease', lockKey: tanstackSandboxKey })
+ * const checkpoints = createCheckpointStore(pool) // TanStack AI main's SandboxCheckpointStore
  * // @tanstack/ai-sandbox 0.2.x: the stores are capabilities (see sandbox-store-client/tanstack)
  * const middleware = withDurableSandbox(sandbox, { instances, locks })
  * ```
  */
 export type {
+  ForkCapableSandboxCheckpointStore,
   LockMode,
   LockStore,
+  SandboxCheckpoint,
+  SandboxCheckpointErrorCode,
+  SandboxCheckpointForkCapability,
+  SandboxCheckpointForkInput,
+  SandboxCheckpointStore,
+  SandboxCheckpointStoreOptions,
+  SandboxCheckpointWriter,
+  SandboxCheckpointWriterLease,
   SandboxInstanceRecord,
   SandboxInstanceStore,
   SandboxRecord,
+  SandboxSnapshotArtifact,
+  SandboxSnapshotDirectoryEntry,
+  SandboxSnapshotEntry,
+  SandboxSnapshotFileEntry,
   SandboxStore,
 } from './types.js';
 export { createInstanceStore, type InstanceStoreOptions, type PgSandboxInstanceStore } from './instance-store.js';
+export {
+  DEFAULT_CHECKPOINT_LEASE_MS,
+  DEFAULT_CHECKPOINT_RENEW_AFTER_MS,
+  createCheckpointStore,
+  type CheckpointStoreOptions,
+  type PgSandboxCheckpointStore,
+} from './checkpoint-store.js';
 export {
   DEFAULT_LEASE_MS,
   createLockStore,
@@ -43,6 +64,15 @@ export {
   InvalidArgumentError,
   LockLostError,
   LockNotAvailableError,
+  SandboxCheckpointConflictError,
+  SandboxCheckpointDuplicateIdError,
+  SandboxCheckpointError,
+  SandboxCheckpointInvalidEntryError,
+  SandboxCheckpointInvalidIdError,
+  SandboxCheckpointNotHeadError,
+  SandboxCheckpointParentMismatchError,
+  SandboxCheckpointWriterConflictError,
+  SandboxCheckpointWriterLostError,
   SandboxStoreError,
   type SandboxStoreErrorOptions,
 } from './errors.js';

@@ -45,6 +45,10 @@ test('the package entry point exports the API', async () => {
   for (const name of [
     'createInstanceStore',
     'createLockStore',
+    'createCheckpointStore',
+    'SandboxCheckpointError',
+    'SandboxCheckpointConflictError',
+    'SandboxCheckpointWriterLostError',
     'ensureSandbox',
     'tanstackSandboxKey',
     'ClaimLostError',

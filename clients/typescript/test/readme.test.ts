@@ -5,7 +5,8 @@
  * TanStack AI's compiler options.  A block marked `<!-- tanstack-main -->`
  * is TanStack AI main's (unpublished) shape: it compiles against a
  * declaration of that shape instead (withSandbox(sandbox, { instances,
- * locks }), withLocks), written from this package's restatement of it.
+ * locks, snapshots }), withLocks, createSandboxSnapshots and the checkpoint
+ * store's interface), written from this package's restatement of it.
  * Names a block uses without defining (pool, sandbox, provider, key, ...)
  * are declared for all blocks.  A README that drifts fails here.
  */
@@ -56,6 +57,7 @@ declare const messages: Array<import('@tanstack/ai').ModelMessage>
 declare const key: string
 declare const threadId: string
 declare const runId: string
+declare const persistence: { stores: { messages: unknown; artifacts: unknown; blobs: unknown } }
 declare const e2b: {
   create(options: { signal: AbortSignal }): Promise<{ id: string }>
   connect(id: string, options: { signal: AbortSignal }): Promise<{ id: string } | null>
@@ -86,9 +88,80 @@ export interface LockStore {
 export interface SandboxProvider { readonly name: string }
 export interface SandboxDefinition { readonly id: string }
 export interface ChatMiddleware { name?: string }
+export interface SandboxCheckpoint {
+  id: string
+  threadId: string
+  parentCheckpointId: string | null
+  createdAt: number
+  reason: 'automatic' | 'named' | 'fork-root'
+  label?: string
+  sourceRunId?: string
+  files: ReadonlyArray<
+    { path: string; kind: 'file'; blobKey: string; size: number } | { path: string; kind: 'dir' }
+  >
+  conversation: ReadonlyArray<import('@tanstack/ai').ModelMessage>
+  artifacts: ReadonlyArray<{
+    artifactId: string
+    name: string
+    mimeType: string
+    size: number
+    blobKey: string
+    createdAt: number
+  }>
+}
+export interface SandboxCheckpointWriter {
+  threadId: string
+  ownerToken: string
+  fence: number
+}
+export interface SandboxCheckpointWriterLease extends SandboxCheckpointWriter {
+  expiresAt: number
+  renewAfterMs: number
+  renew: () => Promise<{ expiresAt: number }>
+  release: () => Promise<void>
+}
+export interface SandboxCheckpointStore {
+  get: (id: string) => Promise<SandboxCheckpoint | null>
+  list: (threadId: string) => Promise<Array<SandboxCheckpoint>>
+  getHead: (threadId: string) => Promise<string | null>
+  append: (input: {
+    checkpoint: SandboxCheckpoint
+    expectedHeadId: string | null
+    writer: SandboxCheckpointWriter
+  }) => Promise<{ headId: string }>
+  deleteHead: (input: { threadId: string; checkpointId: string; writer: SandboxCheckpointWriter }) => Promise<void>
+  acquireWriter: (threadId: string) => Promise<SandboxCheckpointWriterLease>
+  listBlobReferences: () => Promise<Array<{ key: string; references: number }>>
+  forkFromCheckpoint?: (input: {
+    sourceThreadId: string
+    sourceCheckpointId: string
+    destinationThreadId: string
+    destinationCheckpointId: string
+    createdAt: number
+    writer: SandboxCheckpointWriter
+  }) => Promise<{ checkpoint: SandboxCheckpoint }>
+}
+export interface SnapshotPersistence {
+  stores: { messages: unknown; artifacts: unknown; blobs: unknown }
+}
+export interface SandboxSnapshots {
+  persistence: SnapshotPersistence
+  checkpoints: SandboxCheckpointStore
+}
+export declare function createSandboxSnapshots(input: {
+  persistence: SnapshotPersistence
+  checkpoints: SandboxCheckpointStore
+  sandbox?: SandboxDefinition
+  instances?: SandboxInstanceStore
+  locks?: LockStore
+}): SandboxSnapshots
 export declare function withSandbox(
   definition: SandboxDefinition,
-  options?: { instances?: SandboxInstanceStore; locks?: LockStore },
+  options?: {
+    instances?: SandboxInstanceStore
+    locks?: LockStore
+    snapshots?: { persistence: SnapshotPersistence; checkpoints: SandboxCheckpointStore }
+  },
 ): ChatMiddleware
 export declare function withLocks(locks: LockStore): ChatMiddleware
 `;

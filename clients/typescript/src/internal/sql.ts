@@ -193,3 +193,75 @@ export const RENEW_SQL =
 /** sandbox_release; $1 key, $2 owner token. */
 export const RELEASE_SQL =
   'SELECT sandbox_store.sandbox_release(key => $1, owner_token => $2::pg_catalog.uuid) AS released';
+
+/*
+ * The checkpoint store.  Timestamps come back as exact epoch milliseconds in
+ * text (see recordColumns); `at` is a timestamptz literal or NULL (the
+ * database clock); checkpoints go in as JSON text cast to jsonb and come
+ * back as jsonb's text (parsed by the client, whatever type parsers the app
+ * installed).
+ */
+
+function epochMs(expr: string): string {
+  return `(EXTRACT(epoch FROM ${expr}) OPERATOR(pg_catalog.*) 1000)::pg_catalog.text`;
+}
+
+/** checkpoint_acquire_writer; $1 thread, $2 lease ms, $3 at. */
+export const CHECKPOINT_ACQUIRE_SQL =
+  `SELECT w.fence::pg_catalog.text AS fence, w.owner_token::pg_catalog.text AS owner_token,` +
+  ` ${epochMs('w.expires_at')} AS expires_at_ms` +
+  ` FROM sandbox_store.checkpoint_acquire_writer(thread_id => $1::pg_catalog.text,` +
+  ` lease_ms => $2::pg_catalog.int8, at => $3::pg_catalog.timestamptz) AS w`;
+
+/** checkpoint_renew_writer; $1 thread, $2 owner token, $3 fence, $4 lease ms, $5 at. */
+export const CHECKPOINT_RENEW_SQL = `SELECT ${epochMs(
+  'sandbox_store.checkpoint_renew_writer(thread_id => $1::pg_catalog.text, owner_token => $2::pg_catalog.uuid,' +
+    ' fence => $3::pg_catalog.int8, lease_ms => $4::pg_catalog.int8, at => $5::pg_catalog.timestamptz)',
+)} AS expires_at_ms`;
+
+/** checkpoint_release_writer; $1 thread, $2 owner token, $3 fence. */
+export const CHECKPOINT_RELEASE_SQL =
+  'SELECT sandbox_store.checkpoint_release_writer(thread_id => $1::pg_catalog.text,' +
+  ' owner_token => $2::pg_catalog.uuid, fence => $3::pg_catalog.int8) AS released';
+
+/** checkpoint_append; $1 checkpoint (JSON text), $2 expected head, $3 writer thread, $4 owner token, $5 fence, $6 at. */
+export const CHECKPOINT_APPEND_SQL =
+  'SELECT sandbox_store.checkpoint_append(checkpoint => $1::pg_catalog.jsonb, expected_head_id => $2::pg_catalog.text,' +
+  ' writer_thread_id => $3::pg_catalog.text, owner_token => $4::pg_catalog.uuid, fence => $5::pg_catalog.int8,' +
+  ' at => $6::pg_catalog.timestamptz) AS head_id';
+
+/** checkpoint_delete_head; $1 thread, $2 checkpoint, $3 writer thread, $4 owner token, $5 fence, $6 at. */
+export const CHECKPOINT_DELETE_HEAD_SQL =
+  'SELECT sandbox_store.checkpoint_delete_head(thread_id => $1::pg_catalog.text, checkpoint_id => $2::pg_catalog.text,' +
+  ' writer_thread_id => $3::pg_catalog.text, owner_token => $4::pg_catalog.uuid, fence => $5::pg_catalog.int8,' +
+  ' at => $6::pg_catalog.timestamptz) AS head_id';
+
+/**
+ * checkpoint_fork, which returns the stored copy; $1 source thread, $2
+ * source checkpoint, $3 destination thread, $4 destination checkpoint, $5
+ * createdAt, $6 writer thread, $7 owner token, $8 fence, $9 at.
+ */
+export const CHECKPOINT_FORK_SQL =
+  'SELECT sandbox_store.checkpoint_fork(source_thread_id => $1::pg_catalog.text,' +
+  ' source_checkpoint_id => $2::pg_catalog.text, destination_thread_id => $3::pg_catalog.text,' +
+  ' destination_checkpoint_id => $4::pg_catalog.text, created_at => $5::pg_catalog.int8,' +
+  ' writer_thread_id => $6::pg_catalog.text, owner_token => $7::pg_catalog.uuid, fence => $8::pg_catalog.int8,' +
+  ' at => $9::pg_catalog.timestamptz)::pg_catalog.text AS checkpoint';
+
+/** checkpoint_get; $1 id. */
+export const CHECKPOINT_GET_SQL =
+  'SELECT sandbox_store.checkpoint_get(id => $1::pg_catalog.text)::pg_catalog.text AS checkpoint';
+
+/** checkpoint_list, in the function's order (createdAt, then id as UTF-8 bytes); $1 thread. */
+export const CHECKPOINT_LIST_SQL =
+  'SELECT l.checkpoint::pg_catalog.text AS checkpoint' +
+  ' FROM sandbox_store.checkpoint_list(thread_id => $1::pg_catalog.text) WITH ORDINALITY AS l(checkpoint, n)' +
+  ' ORDER BY l.n';
+
+/** checkpoint_head; $1 thread. */
+export const CHECKPOINT_HEAD_SQL = 'SELECT sandbox_store.checkpoint_head(thread_id => $1::pg_catalog.text) AS head_id';
+
+/** checkpoint_blob_references, by key as UTF-8 bytes. */
+export const CHECKPOINT_BLOBS_SQL =
+  'SELECT b.key, b.refs::pg_catalog.text AS refs' +
+  ' FROM sandbox_store.checkpoint_blob_references() WITH ORDINALITY AS b(key, refs, n) ORDER BY b.n';
