@@ -90,5 +90,6 @@ SELECT count(*) AS claims_left FROM sandbox_store.claims WHERE key = 'ac-6';
 SELECT sandbox_store.sandbox_delete(key) FROM sandbox_store.instances ORDER BY key;
 DROP OWNED BY ac_app;
 DROP ROLE ac_app;
-DROP EXTENSION sandbox_store;
-CREATE EXTENSION sandbox_store;
+\set ECHO none
+\i sql/include/reinstall.sql
+\set ECHO all

@@ -29,7 +29,7 @@ ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE sandbox_store.bounded_
 
 DO $g$ BEGIN IF EXISTS (SELECT FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard') THEN ALTER EVENT TRIGGER sandbox_store_guard DISABLE; END IF; END $g$;
 ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE sandbox_store.bounded_text COLLATE kc_ci;
-SELECT sandbox_store.sandbox_get('Thread-1');
+SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_get('Thread-1');
 \set VERBOSITY sqlstate
 BEGIN;
 SELECT action FROM sandbox_store.sandbox_ensure('THREAD-1', 'run-1');
@@ -66,7 +66,7 @@ SELECT fence FROM sandbox_store.sandbox_claim('Thread-1', '1 hour', wait => '0')
 SELECT sandbox_store.sandbox_try_lock('Thread-1');
 \set VERBOSITY default
 DROP INDEX sandbox_store.kc_lease_key_ci;
-SELECT fence > 0 AS claimed FROM sandbox_store.sandbox_claim('Thread-1', '1 hour', wait => '0');
+SELECT pg_temp.err($$SELECT sandbox_store.sandbox_claim('Thread-1', '1 hour', wait => '0')$$) AS claimed;
 
 -- Undone, every call works, and the records are as they were.
 SELECT key, provider_sandbox_id FROM sandbox_store.sandbox_upsert('THREAD-1', 'e2b', 'sbx-2', 'kc-t');

@@ -42,12 +42,12 @@ CREATE TABLE sandbox_store.instances (LIKE sq_real.instances INCLUDING ALL);
 INSERT INTO sandbox_store.instances
   SELECT 'sq-1', 'evil', 'sbx-evil', NULL, 'sq-t', NULL, now();
 \set VERBOSITY sqlstate
-SELECT * FROM sq_real.sandbox_get('sq-1');
+SELECT key, provider_sandbox_id FROM sq_real.sandbox_get('sq-1');
 SELECT key FROM sq_real.sandbox_upsert('sq-2', 'e2b', 'sbx-new', 'sq-t');
 SELECT action FROM sq_real.sandbox_ensure('sq-1', 'run-1');
 SELECT key FROM sq_real.sandbox_list('sq-t');
 \set VERBOSITY default
-SELECT sq_real.sandbox_get('sq-1');
+SELECT (sq_real.sandbox_get('sq-1')).provider_sandbox_id;
 SELECT key, provider_sandbox_id FROM sandbox_store.instances ORDER BY key;
 DROP SCHEMA sandbox_store CASCADE;
 ALTER SCHEMA sq_real RENAME TO sandbox_store;

@@ -280,9 +280,10 @@ SELECT (SELECT count(*) FROM evil.instances) AS evil_instances,
 
 -- Installing under a hostile search_path works the same: every name in the
 -- script is qualified.
-DROP EXTENSION sandbox_store;
 SET search_path = evil, pg_catalog, public;
-CREATE EXTENSION sandbox_store;
+\set ECHO none
+\i sql/include/reinstall.sql
+\set ECHO all
 -- shown under the hostile path, the constraints name pg_catalog's functions
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE (conrelid IN ('sandbox_store.instances'::regclass, 'sandbox_store.leases'::regclass)

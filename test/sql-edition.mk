@@ -28,3 +28,32 @@ REGRESS := $(filter-out $(SQL_EDITION_SKIP_REGRESS),$(REGRESS))
 ISOLATION := $(filter-out $(SQL_EDITION_SKIP_ISOLATION),$(ISOLATION))
 PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl test/t/015_checkpoint_crash.pl
 endif
+
+# Where the SQL edition's behaviour differs from the C edition's (the
+# differences docs/reference.md lists under "Editions"), the expected output
+# of a test is replaced by the SQL edition's: expected/sql-edition/NAME.out
+# (pg_regress) and test/expected/sql-edition/NAME.out (isolation), and by a
+# form's own, expected/$(SB_EDITION)/NAME.out, where the plain script and
+# pg_tle differ too (the plain script makes no extension).  The suites then
+# read their expected files from a copy with those laid over (pg_regress
+# writes its results and regression.diffs there too: it prefers expected
+# files under its output directory).
+ifneq ($(filter pg_tle plain,$(SB_EDITION)),)
+EDITION_EXPECTED = $(CURDIR)/tmp_check/edition-expected
+REGRESS_OPTS += --inputdir=$(EDITION_EXPECTED)/regress --outputdir=$(EDITION_EXPECTED)/regress
+ISOLATION_OPTS = --inputdir=$(EDITION_EXPECTED)/isolation
+regresscheck isolationcheck: edition-expected
+endif
+
+.PHONY: edition-expected
+edition-expected:
+	rm -rf $(EDITION_EXPECTED)
+	mkdir -p $(EDITION_EXPECTED)/regress/expected $(EDITION_EXPECTED)/isolation/expected
+	ln -s $(CURDIR)/sql $(EDITION_EXPECTED)/regress/sql
+	ln -s $(CURDIR)/test/specs $(EDITION_EXPECTED)/isolation/specs
+	cp expected/*.out $(EDITION_EXPECTED)/regress/expected/
+	cp test/expected/*.out $(EDITION_EXPECTED)/isolation/expected/
+	for d in sql-edition $(SB_EDITION); do \
+	  for f in expected/$$d/*.out; do [ ! -e "$$f" ] || cp "$$f" $(EDITION_EXPECTED)/regress/expected/; done; \
+	  for f in test/expected/$$d/*.out; do [ ! -e "$$f" ] || cp "$$f" $(EDITION_EXPECTED)/isolation/expected/; done; \
+	done

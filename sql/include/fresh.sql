@@ -13,25 +13,7 @@
 --   * pg_temp.err(q): run q, return 'ok' or 'SQLSTATE: message';
 --   * pg_temp.my_sb_locks: this backend's locks of the extension (mode,
 --     granted, lock id), and pg_temp.sb_lock_count(): every backend's.
-SET client_min_messages = warning;
--- The SQL edition's plain script (SB_EDITION=plain, from
--- test/scripts/with-sql-edition.sh) is run with psql; the C edition and the
--- SQL edition through pg_tle are extensions.
-\getenv sb_edition SB_EDITION
-\if :{?sb_edition}
-\else
-\set sb_edition c
-\endif
-SELECT :'sb_edition' = 'plain' AS sb_plain \gset
-\if :sb_plain
-\getenv sb_plain_script SB_PLAIN_SCRIPT
-DROP SCHEMA IF EXISTS sandbox_store CASCADE;
-\i :sb_plain_script
-\else
-DROP EXTENSION IF EXISTS sandbox_store CASCADE;
-CREATE EXTENSION sandbox_store;
-\endif
-RESET client_min_messages;
+\i sql/include/reinstall.sql
 \set SHOW_CONTEXT never
 
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$

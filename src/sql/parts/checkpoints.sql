@@ -300,6 +300,7 @@ LANGUAGE plpgsql VOLATILE ROWS 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     k pg_catalog.text;
@@ -346,6 +347,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     now pg_catalog.timestamptz := COALESCE($5, clock_timestamp());
@@ -373,6 +375,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
@@ -395,6 +398,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     v_id pg_catalog.text := $1 ->> 'id';
@@ -444,6 +448,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     head pg_catalog.text;
@@ -486,6 +491,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     v_source pg_catalog.jsonb;
@@ -543,6 +549,7 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'checkpoint id', 1024);
@@ -556,6 +563,7 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
@@ -571,6 +579,7 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
@@ -584,6 +593,7 @@ LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 SELECT b.key, b.refcount FROM sandbox_store.checkpoint_blobs b ORDER BY b.key COLLATE "C"
 $$;

@@ -772,6 +772,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -799,6 +800,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -821,6 +823,7 @@ LANGUAGE plpgsql STABLE ROWS 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -838,6 +841,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     deleted boolean;
@@ -869,6 +873,7 @@ LANGUAGE plpgsql STABLE ROWS 4 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -892,6 +897,7 @@ LANGUAGE plpgsql VOLATILE ROWS 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     c record;
@@ -968,6 +974,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -986,6 +993,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -1020,6 +1028,7 @@ LANGUAGE plpgsql VOLATILE ROWS 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -1046,6 +1055,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     expires pg_catalog.timestamptz;
@@ -1080,6 +1090,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
@@ -1116,6 +1127,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     cutoff pg_catalog.timestamptz;
@@ -1160,6 +1172,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
 SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     holder pg_catalog.int4;
