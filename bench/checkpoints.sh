@@ -11,7 +11,7 @@
 #            update, blob references)   vs  INSERT of the same row
 #   get      checkpoint_get of a random stored checkpoint
 #                                       vs  SELECT by primary key
-#   list     checkpoint_list of a thread of 20 checkpoints
+#   list     checkpoint_list of a thread of 20 checkpoints (threads only read)
 #                                       vs  SELECT ... ORDER BY
 #   writer   checkpoint_acquire_writer + checkpoint_release_writer
 #            (the lease cycle, two statements, two commits)
@@ -54,10 +54,13 @@ CREATE TABLE bare (id text PRIMARY KEY, thread_id text NOT NULL, parent_id text,
                    created_at int8 NOT NULL, checkpoint jsonb NOT NULL);
 CREATE INDEX ON bare (thread_id, created_at, id COLLATE "C");
 CREATE SEQUENCE ids;
--- Each client's thread and writer (client ids 0..63).
+-- Each client's thread and writer (client ids 0..63), and 64 threads only
+-- read (list-0..63: the appends do not make them longer).
 CREATE TABLE writers (client int PRIMARY KEY, thread text, fence int8, token uuid);
 INSERT INTO writers SELECT c, 'thread-' || c, w.fence, w.owner_token
   FROM generate_series(0, 63) c, sandbox_store.checkpoint_acquire_writer('thread-' || c, 86400000) w;
+INSERT INTO writers SELECT 100 + c, 'list-' || c, w.fence, w.owner_token
+  FROM generate_series(0, 63) c, sandbox_store.checkpoint_acquire_writer('list-' || c, 86400000) w;
 -- One append step of a client: on the thread's head.
 CREATE FUNCTION ext_append(client int) RETURNS text LANGUAGE sql AS $$
   SELECT sandbox_store.checkpoint_append(
@@ -71,8 +74,8 @@ CREATE FUNCTION bare_append(client int) RETURNS void LANGUAGE sql AS $$
                           t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || $1)
     FROM template t, nextval('ids') n
 $$;
--- Stored checkpoints to read: 20 per thread of 64 threads, in both.
-SELECT count(ext_append(c)) FROM generate_series(0, 63) c, generate_series(1, 20);
+-- Stored checkpoints to read: 20 in each list thread, in both tables.
+SELECT count(ext_append(100 + c)) FROM generate_series(0, 63) c, generate_series(1, 20);
 INSERT INTO bare SELECT id, thread_id, parent_id, created_at, checkpoint FROM sandbox_store.checkpoints;
 ANALYZE;
 SQL
@@ -94,11 +97,11 @@ SELECT checkpoint FROM bare WHERE id = 'cp-' || :n;
 EOF
 cat >"$work/ext_list.pgbench" <<'EOF'
 \set t random(0, 63)
-SELECT c FROM sandbox_store.checkpoint_list('thread-' || :t) c;
+SELECT c FROM sandbox_store.checkpoint_list('list-' || :t) c;
 EOF
 cat >"$work/bare_list.pgbench" <<'EOF'
 \set t random(0, 63)
-SELECT checkpoint FROM bare WHERE thread_id = 'thread-' || :t ORDER BY created_at, id COLLATE "C";
+SELECT checkpoint FROM bare WHERE thread_id = 'list-' || :t ORDER BY created_at, id COLLATE "C";
 EOF
 cat >"$work/ext_writer.pgbench" <<'EOF'
 SELECT fence AS f, owner_token AS t FROM sandbox_store.checkpoint_acquire_writer('lease-' || :client_id, 60000) \gset
