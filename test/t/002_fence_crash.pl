@@ -65,6 +65,7 @@ $node->init;
 $node->append_conf('postgresql.conf', 'autovacuum = off');
 $node->start;
 install_sandbox_store($node);
+$UNFLUSHED_TODO = unflushed_fence_todo($node);
 
 # SQL literal of a string.
 
