@@ -16,9 +16,10 @@
 #   5. on a throwaway cluster of that version (with-cluster.sh):
 #      pg_regress, isolation, pgTAP and the Perl TAP suites, and the citus
 #      suite where step 4 installed Citus (version-suites.sh);
-#   6. for 18: the SQL edition's pg_regress and isolation suites, through
-#      pg_tle, as a non-superuser (with-sql-edition.sh, on a copy of the
-#      server without the C edition and with pg_tle: build-pg_tle.sh);
+#   6. for 18: the SQL edition's pg_regress and isolation suites and its
+#      crash TAP tests (fences flushed as on 17 and later), through pg_tle,
+#      as a non-superuser (with-sql-edition.sh, on a copy of the server
+#      without the C edition and with pg_tle: build-pg_tle.sh);
 #   7. for 18 and 19: pg_upgrade and dump/restore from a 15 cluster
 #      (test/upgrade/pg_upgrade.pl).
 #
@@ -76,7 +77,7 @@ run_version() {
     # clone.  make -k: the isolation suite runs even if pg_regress failed.)
     tle_pgc=$("$top/test/scripts/build-pg_tle.sh" "$pgc") || { echo "pg_tle build failed"; return 1; }
     PG_CONFIG=$tle_pgc "$dir/test/scripts/with-sql-edition.sh" pg_tle \
-      make -k --no-print-directory regresscheck isolationcheck >&2 ||
+      make -k --no-print-directory regresscheck isolationcheck tapcheck >&2 ||
       { echo "SQL edition (pg_tle) suites failed"; return 1; }
   fi
   if [ "$major" -ge 18 ]; then
