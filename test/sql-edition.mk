@@ -26,7 +26,8 @@ SQL_EDITION_SKIP_REGRESS = direct guard upgrade
 SQL_EDITION_SKIP_ISOLATION = update-in-flight $(if $(filter plain,$(SB_EDITION)),drop-in-flight)
 REGRESS := $(filter-out $(SQL_EDITION_SKIP_REGRESS),$(REGRESS))
 ISOLATION := $(filter-out $(SQL_EDITION_SKIP_ISOLATION),$(ISOLATION))
-PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl test/t/015_checkpoint_crash.pl
+PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl test/t/015_checkpoint_crash.pl \
+  $(if $(filter pg_tle,$(SB_EDITION)),test/t/014_editions.pl)
 endif
 
 # Where the SQL edition's behaviour differs from the C edition's (the

@@ -14,8 +14,12 @@
 #     released claim's fence stays dead) and the fences (a new claim gets a
 #     fence above every fence handed out before).
 #
-# The SQL edition here is the plain script (make sql-edition), which needs
-# nothing from the server; pg_tle has its own suites.
+# The edition installed as an extension is the C edition, or, when the
+# suites run against the SQL edition through pg_tle (SB_EDITION=pg_tle, on a
+# server with pg_tle and without the C edition), the SQL edition registered
+# with pg_tle as a role that has pgtle_admin: then the moves are between
+# pg_tle and the plain script, as from Amazon RDS to Neon.  The plain
+# script (make sql-edition) needs nothing from the server.
 
 use strict;
 use warnings FATAL => 'all';
@@ -32,8 +36,13 @@ my ($plain) = glob("$root/dist/sandbox_store-*.sql");
 ($plain) = grep { !/pg_tle/ } glob("$root/dist/sandbox_store-*.sql");
 BAIL_OUT('no plain script in dist/: run make sql-edition') unless defined $plain;
 
+my $tle = ($ENV{SB_EDITION} // 'c') eq 'pg_tle';
+my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-*.sql");
+my ($ext_edition, $ext_words) = $tle ? ('pg_tle', 'the SQL edition, through pg_tle') : ('c', 'the C edition');
+
 my $node = PostgreSQL::Test::Cluster->new('editions');
 $node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tle'") if $tle;
 $node->start;
 
 # The owner of each install: not a superuser.
@@ -51,23 +60,50 @@ sub plain_install
 		extra_params => [ '-U', 'owner', '-v', 'ON_ERROR_STOP=1', '-f', $plain ]);
 }
 
-# The C edition (CREATE EXTENSION needs a superuser: it loads C).
-$node->safe_psql('c1', 'CREATE EXTENSION sandbox_store');
-is($node->safe_psql('c1', 'SELECT edition FROM sandbox_store.edition()'), 'c', 'c1 has the C edition');
+# The extension: the C edition (CREATE EXTENSION needs a superuser: it
+# loads C), or the SQL edition through pg_tle (registered and created by
+# owner, who has pgtle_admin).
+$node->safe_psql('postgres', 'CREATE EXTENSION pg_tle; GRANT pgtle_admin TO owner') if $tle;
+sub extension_install
+{
+	my ($db) = @_;
+	if (!$tle)
+	{
+		$node->safe_psql($db, 'CREATE EXTENSION sandbox_store');
+		return;
+	}
+	$node->safe_psql($db, 'CREATE EXTENSION IF NOT EXISTS pg_tle');
+	my ($r, $o, $e) = $node->psql($db, undef,
+		extra_params => [ '-U', 'owner', '-v', 'ON_ERROR_STOP=1', '-f', $tle_script ]);
+	die "registration in $db failed: $e" if $r;
+	$node->safe_psql($db, 'SET ROLE owner; CREATE EXTENSION sandbox_store');
+	return;
+}
+extension_install('c1');
+is($node->safe_psql('c1', 'SELECT edition FROM sandbox_store.edition()'), $ext_edition,
+	"c1 has the $ext_edition edition");
 
 # One edition per database, each way.
+my $objects = q{SELECT count(*) FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace};
+my $objects_before = $node->safe_psql('c1', $objects);
 my ($ret, $out, $err) = plain_install('c1');
 isnt($ret, 0, 'the plain script refuses a database that has the extension');
 like($err, qr/sandbox_store is already installed in this database/, '... saying sandbox_store is installed');
-like($err, qr/Extension sandbox_store 1\.\d+ is installed \(the C edition\)/, '... and which edition');
-is($node->safe_psql('c1', q{SELECT count(*) FROM pg_proc WHERE proname = '_take'}), '0',
-	'... and left nothing behind');
+like($err, qr/Extension sandbox_store 1\.\d+ is installed \(\Q$ext_words\E\)/, '... and which edition');
+is($node->safe_psql('c1', $objects), $objects_before, '... and left nothing behind');
 
 ($ret, $out, $err) = plain_install('plain1');
 is($ret, 0, 'the plain script installs as a role that is not a superuser') or diag $err;
 is($node->safe_psql('plain1', 'SELECT edition || \' \' || version FROM sandbox_store.edition()'),
 	'plain 1.4', 'edition() says plain 1.4');
-($ret, $out, $err) = $node->psql('plain1', 'CREATE EXTENSION sandbox_store');
+if ($tle)
+{
+	$node->safe_psql('plain1', 'CREATE EXTENSION pg_tle');
+	($ret, $out, $err) = $node->psql('plain1', undef,
+		extra_params => [ '-U', 'owner', '-v', 'ON_ERROR_STOP=1', '-f', $tle_script ]);
+	is($ret, 0, 'the registration with pg_tle works beside the plain script') or diag $err;
+}
+($ret, $out, $err) = $node->psql('plain1', ($tle ? 'SET ROLE owner; ' : '') . 'CREATE EXTENSION sandbox_store');
 isnt($ret, 0, 'CREATE EXTENSION refuses a database that has the plain script');
 like($err, qr/sandbox_store is already installed in this database/, '... saying sandbox_store is installed');
 like($err, qr/plain edition, version 1\.4/, '... and which edition');
@@ -92,7 +128,11 @@ SELECT fence FROM sandbox_store.sandbox_claim('expired', '1 millisecond');
 # edition), as the documentation says: data only, restored by the role that
 # installed the edition there (owner for the plain script, a superuser for
 # the C edition).  Calls are made as that role too.
-sub role_of { my ($db) = @_; return $db =~ /^plain/ ? 'owner' : $node->safe_psql('postgres', 'SELECT current_user'); }
+sub role_of
+{
+	my ($db) = @_;
+	return $db =~ /^plain/ || $tle ? 'owner' : $node->safe_psql('postgres', 'SELECT current_user');
+}
 
 sub move
 {
@@ -150,16 +190,16 @@ sub sqlstate_on
 my ($token, $fence) = split /\|/,
   $node->safe_psql('c1', q{SELECT owner_token, fence FROM sandbox_store.leases WHERE key = 'live'});
 
-# C edition -> SQL edition.  (The target is a fresh database with the plain
-# script: plain1 above was only for the refusals.)
+# The extension -> SQL edition (plain).  (The target is a fresh database
+# with the plain script: plain1 above was only for the refusals.)
 $node->safe_psql('postgres', 'CREATE DATABASE plain2 OWNER owner');
 ($ret, $out, $err) = plain_install('plain2');
 is($ret, 0, 'plain script into plain2') or diag $err;
 move('c1', 'plain2');
 check_moved('c1', 'plain2', $token, $fence);
 
-# SQL edition -> C edition.
-$node->safe_psql('c2', 'CREATE EXTENSION sandbox_store');
+# SQL edition (plain) -> the extension.
+extension_install('c2');
 ($token, $fence) = split /\|/,
   $node->safe_psql('plain2', q{SELECT owner_token, fence FROM sandbox_store.leases WHERE key = 'live'});
 move('plain2', 'c2');
