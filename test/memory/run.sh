@@ -66,7 +66,7 @@ failures=()
 say "building sandbox_store with $sanitize"
 # (the Makefile includes test/test.mk and bench/bench.mk)
 mkdir -p "$work/build"
-(cd "$top" && tar cf - Makefile sandbox_store.control src test/test.mk bench/bench.mk) | tar xf - -C "$work/build"
+(cd "$top" && tar cf - Makefile sandbox_store.control META.json src test/test.mk test/sql-edition.mk bench/bench.mk release/release.mk) | tar xf - -C "$work/build"
 rm -f "$work/build"/src/*.o "$work/build"/src/*.bc "$work/build"/*.so
 make -C "$work/build" -s PG_CONFIG="$PG_CONFIG" with_llvm=no COPT="$sanitize" >"$work/build.log" 2>&1 ||
   { cat "$work/build.log" >&2; fail "the sanitizer build failed"; }
