@@ -66,6 +66,9 @@
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
 #   BENCH_SQL_EDITION (1)        0: leave the SQL edition out of main and rtt
+#   BENCH_SQL_SCRIPT             the SQL edition's plain script (absolute path) to measure in
+#                                main (default: built from this tree), e.g. one
+#                                built from a changed functions-sql.sql
 #   BENCH_SMOKE (0)              1: a tiny run (seconds) of every workload and
 #                                phase, to check the harness; never judges speed
 #
@@ -157,11 +160,12 @@ library_sum() { md5sum "$library" 2>/dev/null | cut -c1-12; }
 library_at_start=$(library_sum)
 # The SQL edition's plain script, built from this tree at the installed
 # default version (what `make sql-edition` writes to dist/).
-sql_script=$work/sandbox_store-$ext_version.sql
-if [ "$sql_edition" = 1 ]; then
+sql_script=${BENCH_SQL_SCRIPT:-$work/sandbox_store-$ext_version.sql}
+if [ "$sql_edition" = 1 ] && [ -z "${BENCH_SQL_SCRIPT:-}" ]; then
   "$sb_top/src/sql/build.sh" plain "$ext_version" >"$sql_script" ||
     fail "could not build the SQL edition's plain script"
 fi
+[ "$sql_edition" != 1 ] || [ -r "$sql_script" ] || fail "cannot read $sql_script"
 
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
