@@ -35,6 +35,12 @@
 #   PROFILE_OUT (bench/out/profile)
 #   PROFILE_SETUP ("")   SQL run after loading, to cost a schema change, e.g.
 #                        "ALTER TABLE sandbox_store.instances DROP CONSTRAINT ..."
+#   PROFILE_EDITION (c)  sql: profile the SQL edition instead: the plain
+#                        script (PROFILE_SQL_SCRIPT, default built from this
+#                        tree by src/sql/build.sh plain) installed in place of
+#                        CREATE EXTENSION; the same workload files
+#   PROFILE_SQL_SCRIPT   a plain script to profile (PROFILE_EDITION=sql), e.g.
+#                        one built from a changed functions-sql.sql
 
 set -euo pipefail
 
@@ -46,6 +52,13 @@ out=${PROFILE_OUT:-$here/out/profile}
 calls=${PROFILE_CALLS:-2000}
 warm=${PROFILE_WARM:-500}
 rows=${PROFILE_ROWS:-100000}
+edition=${PROFILE_EDITION:-c}
+case $edition in c | sql) ;; *) fail "PROFILE_EDITION must be c or sql" ;; esac
+if [ -n "${PROFILE_SQL_SCRIPT:-}" ]; then
+  PROFILE_SQL_SCRIPT=$(realpath "$PROFILE_SQL_SCRIPT")
+  [ -r "$PROFILE_SQL_SCRIPT" ] || fail "cannot read $PROFILE_SQL_SCRIPT"
+  export PROFILE_SQL_SCRIPT
+fi
 
 if [ "$(id -u)" = 0 ]; then
   # The copy writes to its own bench/out/profile; that comes back to $out.
@@ -71,6 +84,16 @@ sb_cluster_init "$dir" "jit = off"
 sb_cluster_start "$dir"
 sb_cluster_env "$dir"
 psql -X -q -d postgres -c "CREATE DATABASE bench"
+if [ "$edition" = sql ]; then
+  sql_script=${PROFILE_SQL_SCRIPT:-}
+  if [ -z "$sql_script" ]; then
+    sql_script=$dir/sandbox_store-sql.sql
+    "$sb_top/src/sql/build.sh" plain \
+      "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$sb_top/sandbox_store.control")" >"$sql_script"
+  fi
+  say "SQL edition: $sql_script"
+  psql -X -q -v ON_ERROR_STOP=1 -d bench -f "$sql_script" >/dev/null
+fi
 psql -X -q -v ON_ERROR_STOP=1 -d bench -v rows="$rows" -f "$here/setup.sql"
 psql -X -q -v ON_ERROR_STOP=1 -d bench -f "$here/plpgsql_baseline.sql"
 # The floor: empty C functions with the extension's signatures (bench/floor.c),
@@ -93,7 +116,7 @@ if [ -n "${PROFILE_SETUP:-}" ]; then
   psql -X -q -v ON_ERROR_STOP=1 -d bench -c "$PROFILE_SETUP"
   psql -X -q -v ON_ERROR_STOP=1 -d bench -c "VACUUM ANALYZE sandbox_store.instances"
 fi
-version=$(psql -X -At -d bench -c "SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'")
+version=$(psql -X -At -d bench -c "SELECT edition || ' ' || version FROM sandbox_store.edition()")
 sb_cluster_stop "$dir" fast
 # Every run starts from this state (a workload that writes leaves dead tuples
 # that would make the next one pay for pruning and hint bits).

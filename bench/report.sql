@@ -24,6 +24,20 @@ INSERT INTO pairs VALUES
  (7, 'get',         '`sandbox_get` / PL/pgSQL get', 'get', 'plpgsql_get', '> 1', '>', 1),
  (8, 'upsert',      '`sandbox_upsert` / PL/pgSQL upsert', 'upsert', 'plpgsql_upsert', '> 1', '>', 1),
  (9, 'lease',       'lease-mode ensure + fenced upsert + release / lock-mode transaction doing the same work', 'lease', 'lock_work', 'report', NULL, NULL);
+-- The C edition beside the SQL edition (PL/pgSQL, the plain script in
+-- database bench_sql, workloads sql_<name>): ratio = C / SQL.  Then the SQL
+-- edition beside the bench's own PL/pgSQL functions (bench/plpgsql_baseline.sql),
+-- which do less (no lease check, no private lock space): what the rest costs.
+INSERT INTO pairs VALUES
+ (21, 'ensure_auto', 'C edition / SQL edition: `sandbox_ensure` resume, autocommit', 'ensure_auto', 'sql_ensure_auto', 'report', NULL, NULL),
+ (22, 'ensure_txn',  'C edition / SQL edition: `BEGIN; sandbox_ensure; COMMIT`', 'ensure_txn', 'sql_ensure_txn', 'report', NULL, NULL),
+ (23, 'get',         'C edition / SQL edition: `sandbox_get`', 'get', 'sql_get', 'report', NULL, NULL),
+ (24, 'upsert',      'C edition / SQL edition: `sandbox_upsert` (full replace)', 'upsert', 'sql_upsert', 'report', NULL, NULL),
+ (25, 'create',      'C edition / SQL edition: lease-mode create (`sandbox_ensure` with a lease; `sandbox_upsert_release`)', 'create_lease2', 'sql_create_lease2', 'report', NULL, NULL),
+ (26, 'ensure_auto', 'SQL edition / PL/pgSQL baseline: `sandbox_ensure` resume, autocommit', 'sql_ensure_auto', 'plpgsql_ensure_auto', 'report', NULL, NULL),
+ (27, 'ensure_txn',  'SQL edition / PL/pgSQL baseline: `sandbox_ensure` in a transaction', 'sql_ensure_txn', 'plpgsql_ensure_txn', 'report', NULL, NULL),
+ (28, 'get',         'SQL edition / PL/pgSQL baseline: `sandbox_get`', 'sql_get', 'plpgsql_get', 'report', NULL, NULL),
+ (29, 'upsert',      'SQL edition / PL/pgSQL baseline: `sandbox_upsert`', 'sql_upsert', 'plpgsql_upsert', 'report', NULL, NULL);
 
 CREATE TEMP VIEW med AS
 SELECT phase, rows, workload, clients, count(*) AS runs,
@@ -70,9 +84,11 @@ SELECT format('| %s | %s | %s | %s | %s..%s | %s | %s | %s |', workload, clients
               round(tps_min::numeric), round(tps_max::numeric),
               to_char(lat_mean, 'FM990.000'), to_char(p50, 'FM990.000'), to_char(p99, 'FM990.000'))
   FROM med WHERE phase = 'main'
- ORDER BY array_position(ARRAY['ensure_auto','update_auto','plpgsql_ensure_auto','ensure_txn','app_txn',
-                               'plpgsql_ensure_txn','get','select','plpgsql_get','upsert',
-                               'insert_on_conflict','plpgsql_upsert','lease','lock_work'], workload),
+ ORDER BY array_position(ARRAY['ensure_auto','update_auto','plpgsql_ensure_auto','sql_ensure_auto',
+                               'ensure_txn','app_txn','plpgsql_ensure_txn','sql_ensure_txn',
+                               'get','select','plpgsql_get','sql_get','upsert',
+                               'insert_on_conflict','plpgsql_upsert','sql_upsert','lease','lock_work',
+                               'create_lease2','sql_create_lease2'], workload),
           clients;
 
 \endif

@@ -24,14 +24,21 @@
 #                        upsert; release: 3 round trips, 3 commits
 #   create_lease2        lease-mode create, 1.3: ensure(lease);
 #                        sandbox_upsert_release: 2 round trips, 2 commits
-# At each client count and round trip the seven run side by side, the order
-# rotated per repeat.  Created records and claims are removed after each
-# create run.
+#   sql_ensure_auto      ensure_auto against the SQL edition: 1
+#   sql_create_lease2    create_lease2 against the SQL edition: 2
+# At each client count and round trip the nine run side by side, the order
+# rotated per repeat.  Created records are removed after each create run;
+# their released claims stay, as a key's leases row does in production (the
+# SQL edition plans its leases lookups as sequential scans when leases was
+# emptied and vacuumed; BENCHMARKS.md, "SQL edition").  The SQL edition's two run in database bench_rtt_sql, where
+# the plain script (src/sql/build.sh plain) is installed instead of the
+# extension.
 #
 # Runs against the server in PGHOST (its socket directory) / PGPORT / PGUSER,
-# a superuser, with sandbox_store installed; creates and drops database
-# bench_rtt.  Called by bench/run.sh (phase rtt) or alone.  Writes to BENCH_OUT
-# (default bench/out/): rtt.md, rtt.tsv, rtt.dat, rtt.png, rtt-pgbench.log.
+# a superuser, with sandbox_store installed; creates and drops databases
+# bench_rtt and bench_rtt_sql.  Called by bench/run.sh (phase rtt) or alone.
+# Writes to BENCH_OUT (default bench/out/): rtt.md, rtt.tsv, rtt.dat,
+# rtt.png, rtt-pgbench.log.
 #
 # Options (environment):
 #   BENCH_RTT_MS ("0 0.2 0.5 1")   target round trips, ms
@@ -41,6 +48,7 @@
 #   BENCH_RTT_PORT (6543)          the proxy's port on 127.0.0.1
 #   BENCH_ROWS (100000)            records of the data set
 #   BENCH_THREADS (2)              pgbench -j
+#   BENCH_SQL_EDITION (1)          0: leave the SQL edition out
 #   BENCH_SMOKE (0)                1: every workload once, 20 transactions per
 #                                  client, to check the harness only
 set -euo pipefail
@@ -64,7 +72,11 @@ if [ "$smoke" = 1 ]; then
   rtts="0 0.5" clients_list="2" repeats=1 rows=1000 calib_secs=1 dur=(-t 20)
 fi
 wls=(ensure_auto ensure_txn app_txn plpgsql_ensure_auto create_lock create_lease3 create_lease2)
+plot_wls="${wls[*]}"
 db=bench_rtt
+sql_db=bench_rtt_sql
+sql_edition=${BENCH_SQL_EDITION:-1}
+[ "$sql_edition" = 1 ] && wls+=(sql_ensure_auto sql_create_lease2)
 
 psql_db() { psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 
@@ -88,6 +100,14 @@ start_proxy() { # one-way delay in microseconds
 sb_fresh_db "$db"
 psql_db -v rows="$rows" -f "$here/setup.sql" >/dev/null
 psql_db -f "$here/plpgsql_baseline.sql" >/dev/null
+if [ "$sql_edition" = 1 ]; then
+  version=$(psql -X -At -d "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'")
+  "$sb_top/src/sql/build.sh" plain "$version" >"$work/sandbox_store-sql.sql" ||
+    fail "could not build the SQL edition's plain script"
+  sb_fresh_db "$sql_db"
+  psql -X -q -v ON_ERROR_STOP=1 -d "$sql_db" -f "$work/sandbox_store-sql.sql" >/dev/null
+  psql -X -q -v ON_ERROR_STOP=1 -d "$sql_db" -v rows="$rows" -f "$here/setup.sql" >/dev/null
+fi
 psql_db -c "CREATE TABLE bench_rtt (target_ms float8, rtt_ms float8, workload text, clients int, rep int,
                                     tps float8, lat_ms float8, proxy_cpu_s float8, seconds float8)"
 : >"$out/rtt-pgbench.log"
@@ -100,12 +120,14 @@ base=$proxy_base
 
 # --- runs -------------------------------------------------------------------------
 
-run_one() { # target clients rep workload
+run_one() { # target clients rep workload (sql_X: X.pgbench against the SQL edition)
   local t=$1 c=$2 rep=$3 wl=$4 rc=0 res=$work/pgbench.out
   local j=$((c < threads_max ? c : threads_max))
+  local file=$wl wdb=$db
+  case $wl in sql_*) file=${wl#sql_} wdb=$sql_db ;; esac
   start_proxy "${one_way[$t]}"
   pgbench -n -M prepared -c "$c" -j "$j" "${dur[@]}" -h 127.0.0.1 -p "$port" -D rows="$rows" \
-    -f "$here/$wl.pgbench" "$db" >"$res" 2>&1 || rc=$?
+    -f "$here/$file.pgbench" "$wdb" >"$res" 2>&1 || rc=$?
   proxy_stop
   local cpu=$proxy_cpu
   {
@@ -124,11 +146,10 @@ run_one() { # target clients rep workload
     "${cpu:-0}" "$secs" | psql_db -c "COPY bench_rtt FROM STDIN"
   printf 'bench-rtt: rtt=%-4s c=%-3s rep=%s %-20s tps=%9.0f  latency=%7.3f ms  proxy cpu=%5.2fs\n' \
     "$t" "$c" "$rep" "$wl" "$tps" "$lat" "${cpu:-0}"
-  case $wl in
+  case $file in
     create_*)
-      psql_db -c "DELETE FROM sandbox_store.instances WHERE key LIKE 'new-%'" \
-        -c "DELETE FROM sandbox_store.leases WHERE key LIKE 'new-%'" \
-        -c "VACUUM sandbox_store.instances, sandbox_store.leases"
+      psql -X -q -v ON_ERROR_STOP=1 -d "$wdb" -c "DELETE FROM sandbox_store.instances WHERE key LIKE 'new-%'" \
+        -c "VACUUM (ANALYZE) sandbox_store.instances, sandbox_store.leases"
       ;;
   esac
 }
@@ -141,6 +162,7 @@ for rep in $(seq 1 "$repeats"); do
         run_one "$t" "$c" "$rep" "${wls[$(((i + rep + c) % n))]}"
       done
       psql_db -c "VACUUM sandbox_store.instances"
+      [ "$sql_edition" != 1 ] || psql -X -q -d "$sql_db" -c "VACUUM sandbox_store.instances"
     done
   done
 done
@@ -152,7 +174,7 @@ psql_db -At -c "COPY (SELECT * FROM bench_rtt ORDER BY clients, target_ms, workl
 
 # rtt.dat: per client count (a gnuplot data block each), the measured round
 # trip and the median tps of each workload, in the order of wls.
-psql_db -At -F ' ' -v wls="${wls[*]}" >"$out/rtt.dat" <<'SQL'
+psql_db -At -F ' ' -v wls="$plot_wls" >"$out/rtt.dat" <<'SQL'
 WITH m AS (
   SELECT clients, target_ms, max(rtt_ms) AS rtt, workload,
          percentile_cont(0.5) WITHIN GROUP (ORDER BY tps) AS tps
@@ -207,6 +229,31 @@ SELECT format('| %s | %s (%s) | %s | %s | %s | %s | **%s** | %s | %s | %s | %s |
 SQL
   echo
   echo "\"proxy cores\": the most CPU the proxy used in one run of the row, in cores (user + system time / run time)."
+  if [ "$sql_edition" = 1 ]; then
+    echo
+    echo "C edition beside the SQL edition (the plain script, database $sql_db), same rounds:"
+    echo
+    echo "| clients | RTT ms (measured) | ensure auto, C | ensure auto, SQL | **C / SQL** | create lease (2), C | create lease (2), SQL | **C / SQL** |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+    psql_db -At <<'SQL'
+WITH m AS (
+  SELECT clients, target_ms, max(rtt_ms) AS rtt, workload,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY tps) AS tps
+    FROM bench_rtt GROUP BY clients, target_ms, workload),
+p AS (
+  SELECT clients, target_ms, max(rtt) AS rtt,
+         max(tps) FILTER (WHERE workload = 'ensure_auto') AS c_ensure,
+         max(tps) FILTER (WHERE workload = 'sql_ensure_auto') AS sql_ensure,
+         max(tps) FILTER (WHERE workload = 'create_lease2') AS c_create,
+         max(tps) FILTER (WHERE workload = 'sql_create_lease2') AS sql_create
+    FROM m GROUP BY clients, target_ms)
+SELECT format('| %s | %s (%s) | %s | %s | **%s** | %s | %s | **%s** |',
+              clients, target_ms, round(rtt::numeric, 2),
+              round(c_ensure), round(sql_ensure), round((c_ensure / sql_ensure)::numeric, 2),
+              round(c_create), round(sql_create), round((c_create / sql_create)::numeric, 2))
+  FROM p ORDER BY clients, target_ms;
+SQL
+  fi
 } >"$out/rtt.md"
 
 if command -v gnuplot >/dev/null 2>&1 && [ "$smoke" != 1 ]; then

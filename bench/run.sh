@@ -6,13 +6,20 @@
 #   test/scripts/with-cluster.sh bench/run.sh
 #
 # Runs against the server in PGHOST/PGPORT/PGUSER (a superuser, with
-# sandbox_store installed).  Creates its own databases (bench, bench_mem,
-# bench_scale, bench_hot) and drops them at the end.  Phases:
+# sandbox_store installed).  Creates its own databases (bench, bench_sql,
+# bench_mem, bench_scale, bench_hot) and drops them at the end.  Phases:
 #
 #   main        each workload of bench/*.pgbench (prepared statements) at
 #               BENCH_CLIENTS clients over BENCH_ROWS records, in groups
-#               (extension, plain SQL, PL/pgSQL) run alternately, rotating
-#               the order, BENCH_REPEATS times: medians and ratios
+#               (extension, plain SQL, PL/pgSQL, SQL edition) run
+#               alternately, rotating the order, BENCH_REPEATS times: medians
+#               and ratios.  The SQL edition runs the extension's workload
+#               files unchanged in database bench_sql, where the plain script
+#               (src/sql/build.sh plain) is installed instead of CREATE
+#               EXTENSION; its workloads are recorded as sql_<workload>.
+#               The lease-mode create cycle (create_lease2) runs here too,
+#               both editions alternately, the new records removed after
+#               each run (their released claims stay).
 #   plot        the ensure groups at the other BENCH_PLOT_CLIENTS counts
 #               (BENCH_PLOT_REPEATS runs each) for the throughput / p99 plot
 #   contention  BENCH_CONTENTION_CLIENTS clients on 1 new key and on 64 new
@@ -67,6 +74,10 @@
 #   BENCH_PHASES ("main plot rtt redis contention memory scale")  the phases to run
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
+#   BENCH_SQL_EDITION (1)        0: leave the SQL edition out of main and rtt
+#   BENCH_SQL_SCRIPT             the SQL edition's plain script (absolute path) to measure in
+#                                main (default: built from this tree), e.g. one
+#                                built from a changed functions-sql.sql
 #   BENCH_SMOKE (0)              1: a tiny run (seconds) of every workload and
 #                                phase, to check the harness; never judges speed
 #
@@ -99,6 +110,8 @@ scale_clients=${BENCH_SCALE_CLIENTS:-"8"}
 threads_max=${BENCH_THREADS:-2}
 shared_buffers=${BENCH_SHARED_BUFFERS-3GB}
 out=${BENCH_OUT:-$here/out}
+sql_edition=${BENCH_SQL_EDITION:-1}
+sql_db=bench_sql
 smoke_txns=0
 
 if [ "$smoke" = 1 ]; then
@@ -124,7 +137,7 @@ mkdir -p "$out"
 rm -f "$out"/runs.tsv "$out"/pgbench.log "$out"/report.md "$out"/plot.dat "$out"/plot.png \
   "$out"/memory.txt "$out"/machine.txt
 sb_tempdir sandbox_store_bench; work=$sb_dir
-[ "${BENCH_KEEP_DB:-0}" = 1 ] || sb_at_exit sb_drop_db bench bench_mem bench_scale bench_hot
+[ "${BENCH_KEEP_DB:-0}" = 1 ] || sb_at_exit sb_drop_db bench $sql_db bench_mem bench_scale bench_hot
 
 psql_db() {
   local db=$1
@@ -158,6 +171,14 @@ ext_version=$(psql -X -At -d postgres -c \
 library=$("${PG_CONFIG:-pg_config}" --pkglibdir)/sandbox_store.so
 library_sum() { md5sum "$library" 2>/dev/null | cut -c1-12; }
 library_at_start=$(library_sum)
+# The SQL edition's plain script, built from this tree at the installed
+# default version (what `make sql-edition` writes to dist/).
+sql_script=${BENCH_SQL_SCRIPT:-$work/sandbox_store-$ext_version.sql}
+if [ "$sql_edition" = 1 ] && [ -z "${BENCH_SQL_SCRIPT:-}" ]; then
+  "$sb_top/src/sql/build.sh" plain "$ext_version" >"$sql_script" ||
+    fail "could not build the SQL edition's plain script"
+fi
+[ "$sql_edition" != 1 ] || [ -r "$sql_script" ] || fail "cannot read $sql_script"
 
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -170,10 +191,13 @@ library_at_start=$(library_sum)
                                      'autovacuum', 'wal_level', 'jit', 'huge_pages')")"
   echo "pgbench: $(pgbench --version)"
   echo "sandbox_store: $ext_version (installed default version), library md5 $library_at_start"
+  if [ "$sql_edition" = 1 ]; then
+    echo "SQL edition: plain script $(basename "$sql_script"), md5 $(md5sum "$sql_script" | cut -c1-12), in database $sql_db"
+  fi
   echo "options: seconds=$secs repeats=$repeats clients='$clients_list' rows=$rows" \
     "plot_clients='$plot_clients' contention_clients=$cont_clients memory_calls=$mem_calls" \
     "hot_experiments=$hot hot_stamps=$hot_stamps scale_rows=$scale_rows scale_clients='$scale_clients'" \
-    "smoke=$smoke phases='$(echo $phases)'"
+    "sql_edition=$sql_edition smoke=$smoke phases='$(echo $phases)'"
 } >"$out/machine.txt"
 sed 's/^/bench: /' "$out/machine.txt"
 
@@ -201,6 +225,15 @@ CREATE TABLE bench_hot (ord int, variant text, stamps bigint, n_tup_upd bigint, 
                         heap_before bigint, heap_after bigint, index_before bigint, index_after bigint,
                         seconds float8);
 SQL
+# The SQL edition: the plain script in a database of its own (one edition per
+# database), then the same data set.
+if [ "$sql_edition" = 1 ] && has_phase main; then
+  sb_create_db "$sql_db"
+  psql_db "$sql_db" -f "$sql_script" >/dev/null
+  psql_db "$sql_db" -v rows="$rows" -f "$here/setup.sql"
+  [ "$(psql -X -At -d "$sql_db" -c "SELECT edition FROM sandbox_store.edition()")" = plain ] ||
+    fail "$sql_db: sandbox_store.edition() does not say plain"
+fi
 printf 'phase\trows\tworkload\tclients\trep\ttps\tlat_mean_ms\tp50_ms\tp99_ms\ttxns\n' >"$out/runs.tsv"
 
 # --- one pgbench run ----------------------------------------------------------
@@ -208,15 +241,18 @@ printf 'phase\trows\tworkload\tclients\trep\ttps\tlat_mean_ms\tp50_ms\tp99_ms\tt
 # run_one PHASE DB ROWS WORKLOAD CLIENTS REP SECONDS [pgbench args...]
 # Runs bench/WORKLOAD.pgbench, checks that it ran cleanly, and records
 # throughput and per-transaction latency percentiles (from pgbench -l).
+# WORKLOAD sql_X runs bench/X.pgbench against the SQL edition's database.
 run_one() {
   local phase=$1 db=$2 nrows=$3 wl=$4 c=$5 rep=$6 s=$7
   shift 7
+  local file=$wl
+  case $wl in sql_*) file=${wl#sql_} db=$sql_db ;; esac
   local j=$((c < threads_max ? c : threads_max))
   local res=$work/pgbench.out prefix=$work/txlog dur rc=0
   if [ "$smoke_txns" -gt 0 ]; then dur=(-t "$smoke_txns"); else dur=(-T "$s"); fi
   rm -f "$prefix".*
   pgbench -n -M prepared -c "$c" -j "$j" "${dur[@]}" -l --log-prefix="$prefix" \
-    -D rows="$nrows" "$@" -f "$here/$wl.pgbench" "$db" >"$res" 2>&1 || rc=$?
+    -D rows="$nrows" "$@" -f "$here/$file.pgbench" "$db" >"$res" 2>&1 || rc=$?
   {
     echo "=== $phase $wl clients=$c rep=$rep rows=$nrows"
     cat "$res"
@@ -254,23 +290,43 @@ run_one() {
     psql_db bench -c "COPY bench_runs FROM STDIN"
   printf 'bench: %-10s %-20s c=%-3s rep=%s  tps=%9.0f  p50=%7.3f ms  p99=%7.3f ms\n' \
     "$phase" "$wl" "$c" "$rep" "$tps" "$p50" "$p99"
+  # Create cycles make new keys ('new-...'): their records are removed, so
+  # every run starts from the same records.  Their released claims stay, as
+  # a key's leases row does in production: emptied and vacuumed, leases gets
+  # plans that scan it sequentially in the SQL edition (BENCHMARKS.md).
+  case $file in
+    create_*)
+      psql_db "$db" -c "DELETE FROM sandbox_store.instances WHERE key LIKE 'new-%'" \
+        -c "VACUUM (ANALYZE) sandbox_store.instances, sandbox_store.leases"
+      ;;
+  esac
 }
 
-# The groups: extension, plain SQL, PL/pgSQL (bench/<name>.pgbench).
+# The groups: extension, plain SQL, PL/pgSQL (bench/<name>.pgbench), and
+# the SQL edition (sql_<name>: the extension's file in database bench_sql).
 declare -A members=(
   [ensure_auto]="ensure_auto update_auto plpgsql_ensure_auto"
   [ensure_txn]="ensure_txn app_txn plpgsql_ensure_txn"
   [get]="get select plpgsql_get"
   [upsert]="upsert insert_on_conflict plpgsql_upsert"
   [lease]="lease lock_work"
+  [create]="create_lease2"
 )
 groups=(ensure_auto ensure_txn get upsert)
+if [ "$sql_edition" = 1 ]; then
+  for group in ensure_auto ensure_txn get upsert create; do
+    members[$group]+=" sql_${members[$group]%% *}"
+  done
+fi
 
 # Lease mode (issue 4, version 1.1) is measured only once sandbox_ensure has
-# a `lease` argument; until then the pair is reported as skipped.
+# a `lease` argument; until then the pair is reported as skipped.  The
+# two-commit create cycle needs sandbox_upsert_release (1.3).
 has_lease=$(psql -X -At -d bench -c "SELECT count(*) FROM pg_proc
   WHERE pronamespace = 'sandbox_store'::regnamespace AND proname = 'sandbox_ensure'
     AND 'lease' = ANY (proargnames)")
+has_release=$(psql -X -At -d bench -c "SELECT count(*) FROM pg_proc
+  WHERE pronamespace = 'sandbox_store'::regnamespace AND proname = 'sandbox_upsert_release'")
 if [ "$has_lease" != 0 ]; then
   lease_note="measured"
 else
@@ -279,11 +335,16 @@ else
 fi
 
 # run_group PHASE DB ROWS GROUP CLIENTS REPEATS SECONDS: the members of GROUP
-# alternately, the order rotated each repeat (A B C, B C A, C A B, ...).
+# alternately, the order rotated each repeat (A B C, B C A, C A B, ...).  The
+# SQL edition's members run in the main phase only.
 run_group() {
   local phase=$1 db=$2 nrows=$3 group=$4 c=$5 reps=$6 s=$7
-  local -a m
-  read -ra m <<<"${members[$group]}"
+  local -a all m=()
+  read -ra all <<<"${members[$group]}"
+  local w
+  for w in "${all[@]}"; do
+    [[ $phase != main && $w == sql_* ]] || m+=("$w")
+  done
   local n=${#m[@]} rep i
   for rep in $(seq 1 "$reps"); do
     for i in $(seq 0 $((n - 1))); do
@@ -292,6 +353,7 @@ run_group() {
   done
   # Dead tuples of this group do not slow the next one.
   psql_db "$db" -c "VACUUM sandbox_store.instances"
+  if [[ " ${m[*]} " == *" sql_"* ]]; then psql_db "$sql_db" -c "VACUUM sandbox_store.instances"; fi
 }
 
 # --- main matrix ----------------------------------------------------------------
@@ -322,6 +384,14 @@ if [ "$has_lease" != 0 ] && has_phase main; then
   for c in $clients_list; do
     run_group main bench "$rows" lease "$c" "$repeats" "$secs"
   done
+  # The lease-mode create cycle (sandbox_ensure with a lease, then
+  # sandbox_upsert_release) on new keys: the C edition beside the SQL edition.
+  if [ "$has_release" != 0 ]; then
+    groups+=(create)
+    for c in $clients_list; do
+      run_group main bench "$rows" create "$c" "$repeats" "$secs"
+    done
+  fi
 fi
 
 # --- round trips (bench/rtt.sh) -----------------------------------------------------
@@ -541,14 +611,17 @@ for group in "${groups[@]}"; do
     if has_phase main; then
       for c in $clients_list; do expected+=("main:$wl:$c"); done
     fi
-    if has_phase scale && [ "$group" != lease ] && [[ $wl != plpgsql_* ]]; then
+    if has_phase scale && [ "$group" != lease ] && [ "$group" != create ] &&
+      [[ $wl != plpgsql_* && $wl != sql_* ]]; then
       for c in $scale_clients; do expected+=("scale:$wl:$c" "scale-ref:$wl:$c"); done
     fi
   done
 done
 if has_phase plot; then
   for c in $plot_clients; do
-    for wl in ${members[ensure_auto]} ${members[ensure_txn]}; do expected+=("plot|main:$wl:$c"); done
+    for wl in ${members[ensure_auto]} ${members[ensure_txn]}; do
+      [[ $wl == sql_* ]] || expected+=("plot|main:$wl:$c")
+    done
   done
 fi
 if has_phase contention; then
