@@ -3,7 +3,8 @@
 
 .PHONY: bench bench-rtt bench-redis bench-citus bench-checkpoints
 
-# Every workload beside plain SQL and PL/pgSQL, on a throwaway cluster.
+# Every workload beside plain SQL, PL/pgSQL and the SQL edition, on a
+# throwaway cluster.
 bench: installed
 	test/scripts/with-cluster.sh bench/run.sh
 

@@ -75,9 +75,9 @@
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
 #   BENCH_SQL_EDITION (1)        0: leave the SQL edition out of main and rtt
-#   BENCH_SQL_SCRIPT             the SQL edition's plain script (absolute path) to measure in
-#                                main (default: built from this tree), e.g. one
-#                                built from a changed functions-sql.sql
+#   BENCH_SQL_SCRIPT             the SQL edition's plain script to measure in
+#                                main, an absolute path (default: built from
+#                                this tree), e.g. bench/sqlprof/build.sh's
 #   BENCH_SMOKE (0)              1: a tiny run (seconds) of every workload and
 #                                phase, to check the harness; never judges speed
 #

@@ -209,17 +209,34 @@ for n in names:
 """)
     elif n == 'checks_one_if':
         # The happy path evaluates one condition; the detailed checks run only when it fails.
+        # (sandbox_ensure: the text arguments; the intervals keep their own
+        # checks, which a NULL skips.)
         sub_in('sandbox_ensure', """BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN""", """BEGIN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM sandbox_store._bad_text($1, 'key');
+    END IF;
+    IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM sandbox_store._bad_text($2, 'run_id');
+    END IF;
+""", """BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024
-       OR $3 IS NOT NULL OR octet_length($4) NOT BETWEEN 1 AND 1024 OR $5 IS NOT NULL OR $6 IS NOT NULL THEN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN""")
-        sub_in('sandbox_ensure', """        PERFORM sandbox_store._check_interval($6, 'lease', true);
-    END IF;
-""", """        PERFORM sandbox_store._check_interval($6, 'lease', true);
-    END IF;
+       OR octet_length($4) NOT BETWEEN 1 AND 1024 THEN
+        IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+            PERFORM sandbox_store._bad_text($1, 'key');
+        END IF;
+        IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
+            PERFORM sandbox_store._bad_text($2, 'run_id');
+        END IF;
+        IF $3 IS NOT NULL THEN    -- checked before provider, as always
+            PERFORM sandbox_store._check_interval($3, 'max_age', false);
+        END IF;
+        PERFORM sandbox_store._bad_text($4, 'provider');
     END IF;
 """)
+        sub_in('sandbox_ensure', """    IF octet_length($4) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM sandbox_store._bad_text($4, 'provider');
+    END IF;
+""", "")
         for f in ('sandbox_upsert', 'sandbox_upsert_release'):
             a = {'sandbox_upsert': '$2, $3, $4, $5, $6, $7', 'sandbox_upsert_release': '$3, $4, $5, $6, $7, $8'}[f]
             p1, p2, p3, p4, p5, p6 = a.split(', ')
