@@ -293,7 +293,7 @@ SELECT pg_get_function_arguments('sandbox_store.sandbox_upsert'::regproc);
 RESET search_path;
 SELECT count(*) AS evil_rows FROM evil.instances;
 -- No look-alike was ever called, by a function or by the install script.
-SELECT fn FROM evil.calls;
+SELECT DISTINCT fn FROM evil.calls ORDER BY fn;
 
 DROP SCHEMA evil CASCADE;
 REVOKE ALL ON SCHEMA sandbox_store FROM regress_sb_app, regress_sb_usage_only;

@@ -37,11 +37,13 @@ endif
 # form's own, expected/$(SB_EDITION)/NAME.out, where the plain script and
 # pg_tle differ too (the plain script makes no extension).  The suites then
 # read their expected files from a copy with those laid over (pg_regress
-# writes its results and regression.diffs there too: it prefers expected
-# files under its output directory).
+# writes its results and regression.diffs there too: on 15 it prefers
+# expected files under its output directory; 16 and later take them from
+# --expecteddir).
 ifneq ($(filter pg_tle plain,$(SB_EDITION)),)
 EDITION_EXPECTED = $(CURDIR)/tmp_check/edition-expected
-REGRESS_OPTS += --inputdir=$(EDITION_EXPECTED)/regress --outputdir=$(EDITION_EXPECTED)/regress
+REGRESS_OPTS += --inputdir=$(EDITION_EXPECTED)/regress --outputdir=$(EDITION_EXPECTED)/regress \
+	$(if $(filter 15,$(MAJORVERSION)),,--expecteddir=$(EDITION_EXPECTED)/regress)
 ISOLATION_OPTS = --inputdir=$(EDITION_EXPECTED)/isolation
 regresscheck isolationcheck: edition-expected
 endif
