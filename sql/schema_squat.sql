@@ -2,7 +2,9 @@
 -- schema_squat: the extension's schema cannot be taken over.
 --
 -- 1. A role with CREATE on the database makes schema sandbox_store before
---    the extension is installed: CREATE EXTENSION refuses it (42501).
+--    the extension is installed: CREATE EXTENSION refuses it (42501).  Or
+--    it makes schema sandbox_store_internal, the helpers' schema: refused
+--    too (42P06), since the install script makes that schema itself.
 -- 2. The extension's schema is renamed and another schema sandbox_store
 --    with look-alike tables takes its name: every call is refused (55000)
 --    and nothing is read from or written to the look-alikes.  Renamed back,
@@ -27,6 +29,15 @@ CREATE EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;
 SELECT count(*) AS extensions FROM pg_extension WHERE extname = 'sandbox_store';
 DROP SCHEMA sandbox_store;
+SET ROLE sq_mallory;
+CREATE SCHEMA sandbox_store_internal;
+RESET ROLE;
+\set VERBOSITY sqlstate
+CREATE EXTENSION sandbox_store;
+\set VERBOSITY default
+SELECT count(*) AS extensions FROM pg_extension WHERE extname = 'sandbox_store';
+DROP SCHEMA sandbox_store_internal;
+DROP SCHEMA IF EXISTS sandbox_store;
 DO $$ BEGIN EXECUTE format('REVOKE CREATE ON DATABASE %I FROM sq_mallory', current_database()); END $$;
 DROP ROLE sq_mallory;
 

@@ -20,6 +20,52 @@ GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_app;
 GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_usage_only;
 
+-- After those two lines the app role can execute the documented interface
+-- (docs/reference.md, "SQL interface") and nothing else: every function
+-- the owner of the extension's tables owns, in any schema the app role may
+-- use but PostgreSQL's own, this session's pg_temp and pg_tle's (whose
+-- pgtle."sandbox_store--VERSION.sql"() functions only return the scripts
+-- the installing role registered), against that list.  A helper that became callable would show in the first
+-- query, a documented function the two lines miss in the second.  (An event
+-- trigger's function cannot be called at all.)
+CREATE TEMP TABLE documented (fn) AS VALUES
+  ('sandbox_store.sandbox_upsert'), ('sandbox_store.sandbox_upsert_release'),
+  ('sandbox_store.sandbox_get'), ('sandbox_store.sandbox_delete'),
+  ('sandbox_store.sandbox_list'), ('sandbox_store.sandbox_ensure'),
+  ('sandbox_store.sandbox_lock'), ('sandbox_store.sandbox_try_lock'),
+  ('sandbox_store.sandbox_lock_id'), ('sandbox_store.sandbox_lock_holder'),
+  ('sandbox_store.sandbox_claim'), ('sandbox_store.sandbox_renew'),
+  ('sandbox_store.sandbox_release'), ('sandbox_store.sandbox_reap'),
+  ('sandbox_store.checkpoint_acquire_writer'), ('sandbox_store.checkpoint_renew_writer'),
+  ('sandbox_store.checkpoint_release_writer'), ('sandbox_store.checkpoint_append'),
+  ('sandbox_store.checkpoint_delete_head'), ('sandbox_store.checkpoint_fork'),
+  ('sandbox_store.checkpoint_get'), ('sandbox_store.checkpoint_list'),
+  ('sandbox_store.checkpoint_head'), ('sandbox_store.checkpoint_blob_references'),
+  ('sandbox_store.edition'), ('sandbox_store.unsupported_changes'),
+  ('sandbox_store.distribute');
+CREATE TEMP VIEW app_callable AS
+SELECT n.nspname || '.' || p.proname AS fn, p.oid::regprocedure AS function
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname !~ '^pg_' AND n.nspname NOT IN ('information_schema', 'pgtle')
+   AND has_schema_privilege('regress_sb_app', n.oid, 'USAGE')
+   AND has_function_privilege('regress_sb_app', p.oid, 'EXECUTE')
+   AND p.proowner = (SELECT relowner FROM pg_class WHERE oid = 'sandbox_store.instances'::regclass)
+   AND p.prorettype <> 'event_trigger'::regtype;
+SELECT function AS callable_but_not_documented FROM app_callable
+ WHERE fn NOT IN (SELECT fn FROM documented) ORDER BY 1;
+SELECT fn AS documented_but_not_callable FROM documented
+ WHERE fn NOT IN (SELECT fn FROM app_callable) ORDER BY 1;
+-- The helpers are out of reach, whatever the app role is granted on them:
+-- drawing a fence past every fence (which would make every later claim
+-- fail for good) is refused, and fence_seq stays where it was.
+SELECT last_value AS fence_seq_before FROM sandbox_store.fence_seq \gset
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store_internal TO regress_sb_app;
+SET ROLE regress_sb_app;
+SELECT pg_temp.err($$SELECT sandbox_store_internal._draw_claim_fence(9223372036854775806)$$);
+RESET ROLE;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA sandbox_store_internal FROM regress_sb_app;
+SELECT last_value = :fence_seq_before AS fence_seq_unchanged FROM sandbox_store.fence_seq;
+
 -- The app role does everything through the functions.
 SET ROLE regress_sb_app;
 BEGIN;

@@ -73,15 +73,30 @@ SELECT pg_describe_object(classid, objid, objsubid) AS object,
  ORDER BY 1;
 \a
 
--- Nothing is granted to PUBLIC: not the schema, the tables, the view, the
+-- Nothing is granted to PUBLIC: not the schemas, the tables, the view, the
 -- sequence or any function.
 SELECT count(*) AS public_grants FROM (
-  SELECT aclexplode(nspacl) AS a FROM pg_namespace WHERE nspname = 'sandbox_store'
+  SELECT aclexplode(nspacl) AS a FROM pg_namespace
+   WHERE nspname IN ('sandbox_store', 'sandbox_store_internal')
   UNION ALL
   SELECT aclexplode(relacl) FROM pg_class WHERE relnamespace = 'sandbox_store'::regnamespace
   UNION ALL
-  SELECT aclexplode(proacl) FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace
+  SELECT aclexplode(proacl) FROM pg_proc
+   WHERE pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace)
 ) s WHERE (a).grantee = 0;
+-- The internal helpers: in a schema of their own, which only its owner, the
+-- owner of the extension's tables, may use; none is SECURITY DEFINER, and
+-- none has a grant but its owner's.
+SELECT n.nspowner = (SELECT relowner FROM pg_class WHERE oid = 'sandbox_store.instances'::regclass)
+         AS owned_by_table_owner,
+       (SELECT count(*) FROM aclexplode(n.nspacl) a WHERE a.grantee <> n.nspowner) AS other_grants,
+       (SELECT count(*) FROM pg_proc p WHERE p.pronamespace = n.oid) > 0 AS has_functions,
+       (SELECT count(*) FROM pg_proc p WHERE p.pronamespace = n.oid AND p.prosecdef) AS security_definer,
+       (SELECT count(*) FROM pg_proc p CROSS JOIN LATERAL aclexplode(p.proacl) a
+         WHERE p.pronamespace = n.oid AND a.grantee <> p.proowner) AS function_grants,
+       (SELECT count(*) FROM pg_proc p WHERE p.pronamespace = n.oid AND p.proname !~ '^_')
+         AS without_underscore
+  FROM pg_namespace n WHERE n.nspname = 'sandbox_store_internal';
 SELECT proname, proacl IS NOT NULL AS has_acl, prosecdef
   FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1;
 -- Every relation: no grant at all but the owner's (the owner's own entry is

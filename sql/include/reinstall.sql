@@ -12,7 +12,7 @@ SET client_min_messages = warning;
 SELECT :'sb_edition' OPERATOR(pg_catalog.=) 'plain' AS sb_plain \gset
 \if :sb_plain
 \getenv sb_plain_script SB_PLAIN_SCRIPT
-DROP SCHEMA IF EXISTS sandbox_store CASCADE;
+DROP SCHEMA IF EXISTS sandbox_store, sandbox_store_internal CASCADE;
 \i :sb_plain_script
 \else
 DROP EXTENSION IF EXISTS sandbox_store CASCADE;

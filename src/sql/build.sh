@@ -2,8 +2,15 @@
 # build.sh EDITION VERSION: write one install script of sandbox_store to
 # stdout, put together from the parts in src/sql/parts (each written once):
 #
-#   expand  (build.sh expand FILE.in VERSION) a C-edition update script: FILE.in
-#           with each line "-- @include NAME" replaced by parts/NAME.sql
+#   expand  (build.sh expand FILE.in VERSION [c|sql]) an update script of
+#           the C edition (c, the default) or the SQL edition (sql): FILE.in
+#           with each line "-- @include NAME" replaced by parts/NAME.sql and
+#           each line "-- @replace NAME" by parts/NAME.sql with its CREATE
+#           FUNCTION made CREATE OR REPLACE FUNCTION (a function part grants
+#           nothing, so making it again keeps the grants an admin gave)
+#   plain-update  (build.sh plain-update FILE.in FROM TO) the SQL edition's
+#           update script FILE.in as a plain script: for a database that has
+#           the plain script of FROM, run with psql -f
 #
 #   c       the C edition's sandbox_store--VERSION.sql, run by CREATE EXTENSION
 #   plain   the SQL edition as a plain script, run with psql -f
@@ -29,8 +36,8 @@ tag='$_sandbox_store_$'
 # The extension's objects, for the edition's functions.
 body() {
 	case $1 in
-	c) class=21314 files="schema key-locks edition functions-c draw-claim-fence-c checkpoints comments distribute guard-changes guard event-trigger grants" ;;
-	*) class=1 files="schema key-locks edition functions-sql checkpoints comments distribute guard-changes grants" ;;
+	c) class=21314 files="schema internal-schema key-locks edition functions-c draw-claim-fence-c checkpoint-tables checkpoints comments distribute guard-changes guard event-trigger grants" ;;
+	*) class=1 files="schema internal-schema key-locks edition functions-sql checkpoint-tables checkpoints comments distribute guard-changes grants" ;;
 	esac
 	for f in $files; do
 		cat "$parts/$f.sql"
@@ -38,17 +45,76 @@ body() {
 	done | sed -e "s/@KEY_LOCK_CLASS@/$class/g" -e "s/@VERSION@/$version/g"
 }
 
-case $edition in
-expand)
-	# build.sh expand FILE.in VERSION
-	in=$2
-	version=$3
+# expand FILE.in VERSION CLASS: FILE.in with its @include and @replace lines
+# put in.
+expand() {
 	while IFS= read -r line; do
 		case $line in
 		"-- @include "*) cat "$parts/${line#-- @include }.sql" ;;
+		"-- @replace "*) sed -e 's/^CREATE FUNCTION /CREATE OR REPLACE FUNCTION /' "$parts/${line#-- @replace }.sql" ;;
 		*) printf '%s\n' "$line" ;;
 		esac
-	done <"$in" | sed -e "s/@KEY_LOCK_CLASS@/21314/g" -e "s/@VERSION@/$version/g"
+	done <"$1" | sed -e "s/@KEY_LOCK_CLASS@/$3/g" -e "s/@VERSION@/$2/g"
+}
+
+case $edition in
+expand)
+	# build.sh expand FILE.in VERSION [c|sql]
+	case ${4:-c} in
+	c) expand "$2" "$3" 21314 ;;
+	*) expand "$2" "$3" 1 ;;
+	esac
+	;;
+plain-update)
+	# build.sh plain-update FILE.in FROM TO
+	in=$2
+	from=$3
+	version=$4
+	cat <<EOF
+-- sandbox_store: the SQL edition's plain script, from $from to $version.
+--
+-- For a database that has the plain script of sandbox_store $from: run it
+-- as the role that owns schema sandbox_store,
+--
+--     psql -v ON_ERROR_STOP=1 -f sandbox_store--$from--$version.sql
+--
+-- in one transaction: if anything fails, nothing changes.  A database that
+-- has sandbox_store as an extension (the C edition, or the SQL edition
+-- through pg_tle) is updated with ALTER EXTENSION sandbox_store UPDATE.
+
+BEGIN;
+SET LOCAL search_path = pg_catalog, pg_temp;
+SET LOCAL client_min_messages = warning;
+
+DO \$\$
+DECLARE
+    current pg_catalog.text;
+BEGIN
+    IF EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'sandbox_store') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'wrong_object_type',
+            MESSAGE = 'sandbox_store is installed as an extension in this database',
+            HINT = 'Update it with ALTER EXTENSION sandbox_store UPDATE TO ''$version''.';
+    END IF;
+    IF pg_catalog.to_regprocedure('sandbox_store.edition()') IS NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'undefined_object',
+            MESSAGE = 'this database has no plain script of sandbox_store',
+            HINT = 'Install sandbox_store-$version.sql instead.';
+    END IF;
+    SELECT e.version INTO current FROM sandbox_store.edition() e;
+    IF current OPERATOR(pg_catalog.<>) '$from' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = pg_catalog.format('this script updates sandbox_store from $from, but the database has %s', current),
+            HINT = 'Run the update scripts from the installed version on, one after the other.';
+    END IF;
+END
+\$\$;
+
+EOF
+	expand "$in" "$version" 1 | sed -e '/pg_extension_config_dump/d' -e '/^\\echo /d'
+	echo "COMMIT;"
 	;;
 c)
 	cat <<EOF
@@ -175,26 +241,26 @@ END
 \$_register_\$;
 EOF
 	# The update paths (none before the first version that has one).
-	for up in $(dirname "$0")/sql-edition/sandbox_store--*--*.sql; do
+	for up in $(dirname "$0")/sql-edition/sandbox_store--*--*.sql.in; do
 		[ -e "$up" ] || continue
-		name=$(basename "$up" .sql)
+		name=$(basename "$up" .sql.in)
 		from=${name#sandbox_store--}
 		from=${from%%--*}
 		to=${name##*--}
 		cat <<EOF
-DO \$\$
+DO \$_update_\$
 BEGIN
     IF NOT EXISTS (SELECT FROM pgtle.extension_update_paths('sandbox_store') u
                     WHERE u.source OPERATOR(pg_catalog.=) '$from' AND u.target OPERATOR(pg_catalog.=) '$to'
                       AND u.path IS NOT NULL) THEN
         PERFORM pgtle.install_update_path('sandbox_store', '$from', '$to', $tag
 EOF
-		cat "$up"
+		expand "$up" "$to" 1 | sed -e '/^\\echo /d'
 		cat <<EOF
 $tag);
     END IF;
 END
-\$\$;
+\$_update_\$;
 EOF
 	done
 	cat <<EOF
@@ -203,7 +269,7 @@ COMMIT;
 EOF
 	;;
 *)
-	echo "usage: build.sh c|plain|pg_tle VERSION" >&2
+	echo "usage: build.sh c|plain|pg_tle VERSION, build.sh expand FILE.in VERSION [c|sql], build.sh plain-update FILE.in FROM TO" >&2
 	exit 2
 	;;
 esac

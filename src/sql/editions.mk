@@ -5,8 +5,12 @@
 # sandbox_store-VERSION-pg_tle.sql (the pg_tle registration).
 
 EDITION_SOURCES = $(srcdir)/src/sql/build.sh $(wildcard $(srcdir)/src/sql/parts/*.sql) \
-	$(wildcard $(srcdir)/src/sql/sql-edition/*.sql) $(srcdir)/$(EXTENSION).control
-SQL_EDITION = dist/$(EXTENSION)-$(EXT_VERSION).sql dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql
+	$(wildcard $(srcdir)/src/sql/sql-edition/*.sql.in) $(srcdir)/$(EXTENSION).control
+# The SQL edition's update scripts, src/sql/sql-edition/sandbox_store--FROM--TO.sql.in:
+# the pg_tle registration carries them; for the plain script each is a dist
+# file of its own, dist/sandbox_store--FROM--TO.sql.
+SQL_EDITION_UPDATES = $(patsubst %.sql.in,dist/%.sql,$(notdir $(wildcard $(srcdir)/src/sql/sql-edition/$(EXTENSION)--*--*.sql.in)))
+SQL_EDITION = dist/$(EXTENSION)-$(EXT_VERSION).sql dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql $(SQL_EDITION_UPDATES)
 
 .PHONY: sql-edition dist
 
@@ -23,6 +27,10 @@ dist/$(EXTENSION)-$(EXT_VERSION).sql: $(EDITION_SOURCES)
 dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql: $(EDITION_SOURCES)
 	@mkdir -p dist
 	$(srcdir)/src/sql/build.sh pg_tle $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+
+dist/$(EXTENSION)--%.sql: $(srcdir)/src/sql/sql-edition/$(EXTENSION)--%.sql.in $(EDITION_SOURCES)
+	@mkdir -p dist
+	v='$*'; $(srcdir)/src/sql/build.sh plain-update $< $${v%%--*} $${v#*--} > $@.tmp && mv $@.tmp $@
 
 # The SQL edition's files (also part of make dist).
 sql-edition: $(SQL_EDITION)

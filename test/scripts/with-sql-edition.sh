@@ -108,7 +108,7 @@ END $$;
 CREATE FUNCTION sandbox_store_harness.uninstall() RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp SET client_min_messages = warning AS $$
 BEGIN
-  DROP SCHEMA sandbox_store CASCADE;
+  DROP SCHEMA sandbox_store, sandbox_store_internal CASCADE;
 END $$;
 GRANT USAGE ON SCHEMA sandbox_store_harness TO PUBLIC;
 GRANT SELECT ON sandbox_store_harness.plain_script TO PUBLIC;

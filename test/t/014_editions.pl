@@ -32,12 +32,12 @@ use SandboxStoreTest;
 use Test::More;
 
 my $root = "$FindBin::RealBin/../..";
-my ($plain) = glob("$root/dist/sandbox_store-*.sql");
-($plain) = grep { !/pg_tle/ } glob("$root/dist/sandbox_store-*.sql");
+# (dist/sandbox_store--FROM--TO.sql are the plain script's updates)
+my ($plain) = grep { !/pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
 BAIL_OUT('no plain script in dist/: run make sql-edition') unless defined $plain;
 
 my $tle = ($ENV{SB_EDITION} // 'c') eq 'pg_tle';
-my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-*.sql");
+my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
 my ($ext_edition, $ext_words) = $tle ? ('pg_tle', 'the SQL edition, through pg_tle') : ('c', 'the C edition');
 
 my $node = PostgreSQL::Test::Cluster->new('editions');
@@ -89,13 +89,14 @@ my $objects_before = $node->safe_psql('c1', $objects);
 my ($ret, $out, $err) = plain_install('c1');
 isnt($ret, 0, 'the plain script refuses a database that has the extension');
 like($err, qr/sandbox_store is already installed in this database/, '... saying sandbox_store is installed');
-like($err, qr/Extension sandbox_store 1\.\d+ is installed \(\Q$ext_words\E\)/, '... and which edition');
+like($err, qr/Extension sandbox_store 1\.\d+(\.\d+)? is installed \(\Q$ext_words\E\)/, '... and which edition');
 is($node->safe_psql('c1', $objects), $objects_before, '... and left nothing behind');
 
 ($ret, $out, $err) = plain_install('plain1');
 is($ret, 0, 'the plain script installs as a role that is not a superuser') or diag $err;
+my ($version) = $plain =~ /sandbox_store-([0-9.]+)\.sql$/;
 is($node->safe_psql('plain1', 'SELECT edition || \' \' || version FROM sandbox_store.edition()'),
-	'plain 1.4', 'edition() says plain 1.4');
+	"plain $version", "edition() says plain $version");
 if ($tle)
 {
 	$node->safe_psql('plain1', 'CREATE EXTENSION pg_tle');

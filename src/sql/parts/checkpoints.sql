@@ -1,67 +1,15 @@
--- Sandbox checkpoints (1.4): the append-only chain of a thread's saved
--- sandbox states (files, conversation, artifacts), its head, the
--- references of the content-addressed blobs they point to, and the single
--- writer per thread.  The same SQL in both editions (PL/pgSQL); only the
--- fence draw, sandbox_store._draw_claim_fence(), is each edition's own.
---
--- A thread's writer holds a claim, in sandbox_store.leases, on the reserved
--- key E'\x01checkpoint-writer\x01' || thread_id, with a fence from fence_seq
--- like every claim.  Every write (append, delete_head, fork) is one call:
--- it locks the writer's lease row, checks owner token, fence and expiry,
--- then the head, and writes, in one transaction, so two writers, or a stale
--- writer after a takeover, never both succeed.  The clock is the database
--- server's (clock_timestamp()), or, for tests, the time the caller passes
--- as at (every call of one store must then pass the same clock).
---
--- Errors carry SQLSTATEs of their own, SBC01..SBC10, which the TypeScript
--- client maps to the SANDBOX_SNAPSHOT_* codes; a lost writer is SB001, as
--- for any lost claim.
-
-CREATE TABLE sandbox_store.checkpoints (
-    id         pg_catalog.text NOT NULL,
-    thread_id  pg_catalog.text NOT NULL,
-    parent_id  pg_catalog.text,
-    created_at pg_catalog.int8 NOT NULL,
-    checkpoint pg_catalog.jsonb NOT NULL,
-    CONSTRAINT checkpoints_pkey PRIMARY KEY (id),
-    CONSTRAINT checkpoints_id_length CHECK (pg_catalog.octet_length(id) BETWEEN 1 AND 1024),
-    CONSTRAINT checkpoints_thread_id_length CHECK (pg_catalog.octet_length(thread_id) BETWEEN 1 AND 1000)
-);
--- checkpoint_list(thread_id): by created_at, then id as UTF-8 bytes.
-CREATE INDEX checkpoints_thread_order_idx
-    ON sandbox_store.checkpoints (thread_id, created_at, id COLLATE "C");
-SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoints', '');
-COMMENT ON TABLE sandbox_store.checkpoints IS
-'Sandbox checkpoints, immutable once appended: id, thread, parent, createdAt (epoch ms) and the whole checkpoint as jsonb. Written only through the checkpoint_* functions.';
-
-CREATE TABLE sandbox_store.checkpoint_heads (
-    thread_id pg_catalog.text NOT NULL,
-    head_id   pg_catalog.text NOT NULL,
-    CONSTRAINT checkpoint_heads_pkey PRIMARY KEY (thread_id)
-);
-SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoint_heads', '');
-COMMENT ON TABLE sandbox_store.checkpoint_heads IS
-'The head checkpoint of each thread that has one.';
-
-CREATE TABLE sandbox_store.checkpoint_blobs (
-    key      pg_catalog.text NOT NULL,
-    refcount pg_catalog.int8 NOT NULL,
-    CONSTRAINT checkpoint_blobs_pkey PRIMARY KEY (key),
-    CONSTRAINT checkpoint_blobs_refcount_positive CHECK (refcount OPERATOR(pg_catalog.>) 0)
-);
-SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoint_blobs', '');
-COMMENT ON TABLE sandbox_store.checkpoint_blobs IS
-'Blob keys the stored checkpoints point to, with how many checkpoints point to each; a key no checkpoint points to is deleted.';
+-- The checkpoint store's functions (checkpoint-tables.sql has its tables and
+-- how the store works).  The same PL/pgSQL in both editions.
 
 -- The reserved claim key of a thread's checkpoint writer.
-CREATE FUNCTION sandbox_store._writer_key(thread_id pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._writer_key(thread_id pg_catalog.text)
 RETURNS pg_catalog.text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT E'\x01checkpoint-writer\x01' OPERATOR(pg_catalog.||) thread_id $$;
 
 -- A checkpoint error (SQLSTATE SBCnn or SB001), message and detail given.
-CREATE FUNCTION sandbox_store._checkpoint_error(state pg_catalog.text, message pg_catalog.text,
+CREATE FUNCTION sandbox_store_internal._checkpoint_error(state pg_catalog.text, message pg_catalog.text,
                                                 detail pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
@@ -76,7 +24,7 @@ $$;
 -- (Text in the database is always well-formed Unicode: a JSON string with a
 -- lone surrogate escape is refused where the jsonb is read, 22P05, and the
 -- client refuses such strings before sending them.)
-CREATE FUNCTION sandbox_store._checkpoint_id(v pg_catalog.text, what pg_catalog.text,
+CREATE FUNCTION sandbox_store_internal._checkpoint_id(v pg_catalog.text, what pg_catalog.text,
                                              max_bytes pg_catalog.int4)
 RETURNS void
 LANGUAGE plpgsql
@@ -84,7 +32,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF v IS NULL OR octet_length(v) NOT BETWEEN 1 AND max_bytes THEN
-        PERFORM sandbox_store._checkpoint_error('SBC07', format('invalid %s', what),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC07', format('invalid %s', what),
             format('A %s is a string of 1 to %s bytes; the value given is %s.', what, max_bytes,
                    CASE WHEN v IS NULL THEN 'missing' ELSE octet_length(v) || ' bytes long' END));
     END IF;
@@ -92,7 +40,7 @@ END
 $$;
 
 -- An entry of a checkpoint that is not as the contract says: SBC08.
-CREATE FUNCTION sandbox_store._invalid_entry(detail pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._invalid_entry(detail pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -104,7 +52,7 @@ $$;
 
 -- Check a checkpoint before it is stored: its ids (SBC07), then its fields
 -- and entries (SBC08).
-CREATE FUNCTION sandbox_store._checkpoint_valid(c pg_catalog.jsonb)
+CREATE FUNCTION sandbox_store_internal._checkpoint_valid(c pg_catalog.jsonb)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -114,47 +62,47 @@ DECLARE
     bad pg_catalog.text;
 BEGIN
     IF jsonb_typeof(c) IS DISTINCT FROM 'object' THEN
-        PERFORM sandbox_store._invalid_entry('A checkpoint is a JSON object.');
+        PERFORM sandbox_store_internal._invalid_entry('A checkpoint is a JSON object.');
     END IF;
     IF jsonb_typeof(c -> 'id') IS DISTINCT FROM 'string' THEN
-        PERFORM sandbox_store._checkpoint_id(NULL, 'checkpoint id', 1024);
+        PERFORM sandbox_store_internal._checkpoint_id(NULL, 'checkpoint id', 1024);
     END IF;
-    PERFORM sandbox_store._checkpoint_id(c ->> 'id', 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._checkpoint_id(c ->> 'id', 'checkpoint id', 1024);
     IF jsonb_typeof(c -> 'threadId') IS DISTINCT FROM 'string' THEN
-        PERFORM sandbox_store._checkpoint_id(NULL, 'thread id', 1000);
+        PERFORM sandbox_store_internal._checkpoint_id(NULL, 'thread id', 1000);
     END IF;
-    PERFORM sandbox_store._checkpoint_id(c ->> 'threadId', 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id(c ->> 'threadId', 'thread id', 1000);
     IF jsonb_typeof(c -> 'parentCheckpointId') NOT IN ('string', 'null') THEN
-        PERFORM sandbox_store._checkpoint_id(NULL, 'parent checkpoint id', 1024);
+        PERFORM sandbox_store_internal._checkpoint_id(NULL, 'parent checkpoint id', 1024);
     END IF;
     IF jsonb_typeof(c -> 'parentCheckpointId') = 'string' THEN
-        PERFORM sandbox_store._checkpoint_id(c ->> 'parentCheckpointId', 'parent checkpoint id', 1024);
+        PERFORM sandbox_store_internal._checkpoint_id(c ->> 'parentCheckpointId', 'parent checkpoint id', 1024);
     END IF;
 
     IF (CASE WHEN jsonb_typeof(c -> 'createdAt') IS DISTINCT FROM 'number' THEN true
              ELSE (c ->> 'createdAt')::pg_catalog.numeric OPERATOR(pg_catalog.<>) trunc((c ->> 'createdAt')::pg_catalog.numeric)
                   OR (c ->> 'createdAt')::pg_catalog.numeric NOT BETWEEN -8640000000000000 AND 8640000000000000 END) THEN
-        PERFORM sandbox_store._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
+        PERFORM sandbox_store_internal._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
     END IF;
     IF jsonb_typeof(c -> 'reason') IS DISTINCT FROM 'string'
        OR c ->> 'reason' NOT IN ('automatic', 'named', 'fork-root') THEN
-        PERFORM sandbox_store._invalid_entry('reason is "automatic", "named" or "fork-root".');
+        PERFORM sandbox_store_internal._invalid_entry('reason is "automatic", "named" or "fork-root".');
     END IF;
     IF jsonb_typeof(c -> 'label') NOT IN ('string', 'null') THEN
-        PERFORM sandbox_store._invalid_entry('label is a string when present.');
+        PERFORM sandbox_store_internal._invalid_entry('label is a string when present.');
     END IF;
     IF jsonb_typeof(c -> 'sourceRunId') NOT IN ('string', 'null') THEN
-        PERFORM sandbox_store._invalid_entry('sourceRunId is a string when present.');
+        PERFORM sandbox_store_internal._invalid_entry('sourceRunId is a string when present.');
     END IF;
     IF NOT (c ? 'conversation') THEN
-        PERFORM sandbox_store._invalid_entry('conversation is required (the model messages).');
+        PERFORM sandbox_store_internal._invalid_entry('conversation is required (the model messages).');
     END IF;
 
     -- files: {path, kind: 'file', blobKey, size} or {path, kind: 'dir'}.
     -- (Set-based: one pass over the entries, the first bad one reported;
     -- then duplicates and entries beneath a file, by hashing, not pairs.)
     IF jsonb_typeof(c -> 'files') IS DISTINCT FROM 'array' THEN
-        PERFORM sandbox_store._invalid_entry('files is an array.');
+        PERFORM sandbox_store_internal._invalid_entry('files is an array.');
     END IF;
     SELECT r INTO bad FROM (
         SELECT i, CASE
@@ -179,12 +127,12 @@ BEGIN
           FROM jsonb_array_elements(c -> 'files') WITH ORDINALITY x(ent, i)) s
      WHERE r IS NOT NULL ORDER BY i LIMIT 1;
     IF bad IS NOT NULL THEN
-        PERFORM sandbox_store._invalid_entry(bad);
+        PERFORM sandbox_store_internal._invalid_entry(bad);
     END IF;
     SELECT f ->> 'path' INTO bad FROM jsonb_array_elements(c -> 'files') f
      GROUP BY f ->> 'path' HAVING count(*) > 1 LIMIT 1;
     IF bad IS NOT NULL THEN
-        PERFORM sandbox_store._invalid_entry(format('Path %s is listed more than once.', to_jsonb(bad)));
+        PERFORM sandbox_store_internal._invalid_entry(format('Path %s is listed more than once.', to_jsonb(bad)));
     END IF;
     -- An entry beneath a file: ordered by path || '/' as bytes, everything
     -- beneath an entry comes right after it, so a file is followed by an
@@ -195,12 +143,12 @@ BEGIN
           FROM jsonb_array_elements(c -> 'files') ent) s
      WHERE s.kind = 'file' AND starts_with(s.next_path, s.prefix) LIMIT 1;
     IF bad IS NOT NULL THEN
-        PERFORM sandbox_store._invalid_entry(format('Path %s is beneath a file.', to_jsonb(bad)));
+        PERFORM sandbox_store_internal._invalid_entry(format('Path %s is beneath a file.', to_jsonb(bad)));
     END IF;
 
     -- artifacts: {artifactId, name, mimeType, size, blobKey, createdAt}.
     IF jsonb_typeof(c -> 'artifacts') IS DISTINCT FROM 'array' THEN
-        PERFORM sandbox_store._invalid_entry('artifacts is an array.');
+        PERFORM sandbox_store_internal._invalid_entry('artifacts is an array.');
     END IF;
     FOR e IN SELECT * FROM jsonb_array_elements(c -> 'artifacts') LOOP
         IF jsonb_typeof(e) IS DISTINCT FROM 'object'
@@ -210,18 +158,18 @@ BEGIN
            OR e ->> 'size' !~ '^[0-9]{1,16}$'
            OR jsonb_typeof(e -> 'size') IS DISTINCT FROM 'number'
            OR jsonb_typeof(e -> 'createdAt') IS DISTINCT FROM 'number' THEN
-            PERFORM sandbox_store._invalid_entry('Each artifact has artifactId, name, mimeType, size, blobKey and createdAt.');
+            PERFORM sandbox_store_internal._invalid_entry('Each artifact has artifactId, name, mimeType, size, blobKey and createdAt.');
         END IF;
         IF jsonb_typeof(e -> 'blobKey') IS DISTINCT FROM 'string'
            OR e ->> 'blobKey' !~ '^sandbox-artifacts/.' THEN
-            PERFORM sandbox_store._invalid_entry(format('The blob key of artifact %s is not under sandbox-artifacts/.', e -> 'artifactId'));
+            PERFORM sandbox_store_internal._invalid_entry(format('The blob key of artifact %s is not under sandbox-artifacts/.', e -> 'artifactId'));
         END IF;
     END LOOP;
 END
 $$;
 
 -- The blob keys a checkpoint points to, each once.
-CREATE FUNCTION sandbox_store._checkpoint_blob_keys(c pg_catalog.jsonb)
+CREATE FUNCTION sandbox_store_internal._checkpoint_blob_keys(c pg_catalog.jsonb)
 RETURNS SETOF pg_catalog.text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
@@ -234,7 +182,7 @@ SELECT DISTINCT k FROM (
 $$;
 
 -- The blobs of a checkpoint that is stored (+1) or deleted (-1).
-CREATE FUNCTION sandbox_store._checkpoint_refs(c pg_catalog.jsonb, delta pg_catalog.int4)
+CREATE FUNCTION sandbox_store_internal._checkpoint_refs(c pg_catalog.jsonb, delta pg_catalog.int4)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -242,17 +190,17 @@ AS $$
 BEGIN
     IF delta > 0 THEN
         INSERT INTO sandbox_store.checkpoint_blobs AS b (key, refcount)
-        SELECT k, 1 FROM sandbox_store._checkpoint_blob_keys(c) k ORDER BY k COLLATE "C"
+        SELECT k, 1 FROM sandbox_store_internal._checkpoint_blob_keys(c) k ORDER BY k COLLATE "C"
         ON CONFLICT ON CONSTRAINT checkpoint_blobs_pkey DO UPDATE SET refcount = b.refcount + 1;
     ELSE
         -- (rows locked in key order, as the insert above takes them)
         PERFORM FROM sandbox_store.checkpoint_blobs b
-          WHERE b.key IN (SELECT sandbox_store._checkpoint_blob_keys(c))
+          WHERE b.key IN (SELECT sandbox_store_internal._checkpoint_blob_keys(c))
           ORDER BY b.key COLLATE "C" FOR UPDATE;
         DELETE FROM sandbox_store.checkpoint_blobs b
-         WHERE b.key IN (SELECT sandbox_store._checkpoint_blob_keys(c)) AND b.refcount = 1;
+         WHERE b.key IN (SELECT sandbox_store_internal._checkpoint_blob_keys(c)) AND b.refcount = 1;
         UPDATE sandbox_store.checkpoint_blobs b SET refcount = b.refcount - 1
-         WHERE b.key IN (SELECT sandbox_store._checkpoint_blob_keys(c));
+         WHERE b.key IN (SELECT sandbox_store_internal._checkpoint_blob_keys(c));
     END IF;
 END
 $$;
@@ -260,7 +208,7 @@ $$;
 -- The writer check of every write: writer_thread_id's lease row, locked,
 -- must hold owner_token and fence, unexpired at now, and be the writer of
 -- thread_id.  SB001 otherwise.
-CREATE FUNCTION sandbox_store._check_writer(thread_id pg_catalog.text, writer_thread_id pg_catalog.text,
+CREATE FUNCTION sandbox_store_internal._check_writer(thread_id pg_catalog.text, writer_thread_id pg_catalog.text,
                                             owner_token pg_catalog.uuid, fence pg_catalog.int8,
                                             now pg_catalog.timestamptz)
 RETURNS void
@@ -271,16 +219,16 @@ DECLARE
     l record;
 BEGIN
     IF writer_thread_id IS DISTINCT FROM thread_id THEN
-        PERFORM sandbox_store._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
+        PERFORM sandbox_store_internal._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
             format('The writer given holds thread %s, not this one.  Nothing was changed.', to_jsonb(writer_thread_id)));
     END IF;
     SELECT s.owner_token, s.fence, s.lease_expires_at INTO l
       FROM ONLY sandbox_store.leases s
-     WHERE s.key OPERATOR(pg_catalog.=) sandbox_store._writer_key(thread_id)
+     WHERE s.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key(thread_id)
        FOR UPDATE;
     IF l.owner_token IS NULL OR l.owner_token IS DISTINCT FROM $3
        OR l.fence IS DISTINCT FROM $4 OR l.lease_expires_at OPERATOR(pg_catalog.<=) now THEN
-        PERFORM sandbox_store._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
+        PERFORM sandbox_store_internal._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
             CASE WHEN l.owner_token IS NULL THEN 'The thread has no writer: it was released or never taken.  Nothing was changed.'
                  WHEN l.owner_token IS DISTINCT FROM $3 OR l.fence IS DISTINCT FROM $4
                  THEN format('The thread''s writer has fence %s now: the lease was taken over.  Nothing was changed.', l.fence)
@@ -307,20 +255,20 @@ DECLARE
     now pg_catalog.timestamptz := COALESCE($3, clock_timestamp());
     cur record;
 BEGIN
-    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     IF $2 IS NULL OR $2 <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $2);
     END IF;
-    k := sandbox_store._writer_key($1);
+    k := sandbox_store_internal._writer_key($1);
     SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
       FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE;
     IF cur.owner_token IS NOT NULL AND cur.lease_expires_at > now THEN
-        PERFORM sandbox_store._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
             format('Its lease (fence %s) runs until %s.', cur.fence, cur.lease_expires_at));
     END IF;
     INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)
-    VALUES (k, sandbox_store._draw_claim_fence(COALESCE(cur.fence, 0)), gen_random_uuid(),
+    VALUES (k, sandbox_store_internal._draw_claim_fence(COALESCE(cur.fence, 0)), gen_random_uuid(),
             now + make_interval(secs => $2 / 1000.0))
     ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
        SET fence = EXCLUDED.fence, owner_token = EXCLUDED.owner_token,
@@ -329,7 +277,7 @@ BEGIN
     RETURNING l.fence, l.owner_token, l.lease_expires_at INTO fence, owner_token, expires_at;
     IF NOT FOUND THEN
         -- Another writer took the thread's first lease meanwhile.
-        PERFORM sandbox_store._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
             'Another writer took the lease at the same time.');
     END IF;
     RETURN NEXT;
@@ -353,14 +301,14 @@ DECLARE
     now pg_catalog.timestamptz := COALESCE($5, clock_timestamp());
     expires pg_catalog.timestamptz;
 BEGIN
-    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     IF $4 IS NULL OR $4 <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $4);
     END IF;
-    PERFORM sandbox_store._check_writer($1, $1, $2, $3, now);
+    PERFORM sandbox_store_internal._check_writer($1, $1, $2, $3, now);
     UPDATE ONLY sandbox_store.leases l SET lease_expires_at = now + make_interval(secs => $4 / 1000.0)
-     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store._writer_key($1)
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key($1)
     RETURNING l.lease_expires_at INTO expires;
     RETURN expires;
 END
@@ -378,9 +326,9 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
-     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store._writer_key($1)
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key($1)
        AND l.owner_token OPERATOR(pg_catalog.=) $2 AND l.fence OPERATOR(pg_catalog.=) $3;
     RETURN FOUND;
 END
@@ -406,32 +354,32 @@ DECLARE
     v_parent pg_catalog.text := $1 ->> 'parentCheckpointId';
     v_head pg_catalog.text;
 BEGIN
-    PERFORM sandbox_store._checkpoint_valid($1);
-    PERFORM sandbox_store._check_writer(v_thread, $3, $4, $5, COALESCE($6, clock_timestamp()));
+    PERFORM sandbox_store_internal._checkpoint_valid($1);
+    PERFORM sandbox_store_internal._check_writer(v_thread, $3, $4, $5, COALESCE($6, clock_timestamp()));
     IF EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
-        PERFORM sandbox_store._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
             'Checkpoints are immutable: an id is appended once.');
     END IF;
     SELECT h.head_id INTO v_head FROM sandbox_store.checkpoint_heads h
      WHERE h.thread_id OPERATOR(pg_catalog.=) v_thread FOR UPDATE;
     IF v_head IS DISTINCT FROM $2 THEN
-        PERFORM sandbox_store._checkpoint_error('SBC01', format('the head of thread %s is not the expected one', to_jsonb(v_thread)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC01', format('the head of thread %s is not the expected one', to_jsonb(v_thread)),
             format('The head is %s; the append expected %s.', COALESCE(to_jsonb(v_head), 'null'), COALESCE(to_jsonb($2), 'null')));
     END IF;
     IF v_parent IS DISTINCT FROM $2 THEN
-        PERFORM sandbox_store._checkpoint_error('SBC02', format('the parent of checkpoint %s is not the head', to_jsonb(v_id)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC02', format('the parent of checkpoint %s is not the head', to_jsonb(v_id)),
             format('Its parent is %s; the head is %s.', COALESCE(to_jsonb(v_parent), 'null'), COALESCE(to_jsonb($2), 'null')));
     END IF;
     BEGIN
         INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint)
         VALUES (v_id, v_thread, v_parent, ($1 ->> 'createdAt')::pg_catalog.int8, $1);
     EXCEPTION WHEN unique_violation THEN
-        PERFORM sandbox_store._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
             'Checkpoints are immutable: an id is appended once.');
     END;
     INSERT INTO sandbox_store.checkpoint_heads AS h (thread_id, head_id) VALUES (v_thread, v_id)
     ON CONFLICT ON CONSTRAINT checkpoint_heads_pkey DO UPDATE SET head_id = EXCLUDED.head_id;
-    PERFORM sandbox_store._checkpoint_refs($1, 1);
+    PERFORM sandbox_store_internal._checkpoint_refs($1, 1);
     RETURN v_id;
 END
 $$;
@@ -454,13 +402,13 @@ DECLARE
     head pg_catalog.text;
     gone record;
 BEGIN
-    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
-    PERFORM sandbox_store._checkpoint_id($2, 'checkpoint id', 1024);
-    PERFORM sandbox_store._check_writer($1, $3, $4, $5, COALESCE($6, clock_timestamp()));
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($2, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._check_writer($1, $3, $4, $5, COALESCE($6, clock_timestamp()));
     SELECT h.head_id INTO head FROM sandbox_store.checkpoint_heads h
      WHERE h.thread_id OPERATOR(pg_catalog.=) $1 FOR UPDATE;
     IF head IS DISTINCT FROM $2 THEN
-        PERFORM sandbox_store._checkpoint_error('SBC04', format('checkpoint %s is not the head of thread %s', to_jsonb($2), to_jsonb($1)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC04', format('checkpoint %s is not the head of thread %s', to_jsonb($2), to_jsonb($1)),
             format('The head is %s.', COALESCE(to_jsonb(head), 'null')));
     END IF;
     DELETE FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $2
@@ -471,7 +419,7 @@ BEGIN
         UPDATE sandbox_store.checkpoint_heads h SET head_id = gone.parent_id
          WHERE h.thread_id OPERATOR(pg_catalog.=) $1;
     END IF;
-    PERFORM sandbox_store._checkpoint_refs(gone.checkpoint, -1);
+    PERFORM sandbox_store_internal._checkpoint_refs(gone.checkpoint, -1);
     RETURN gone.parent_id;
 END
 $$;
@@ -497,31 +445,31 @@ DECLARE
     v_source pg_catalog.jsonb;
     v_copy pg_catalog.jsonb;
 BEGIN
-    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
-    PERFORM sandbox_store._checkpoint_id($2, 'checkpoint id', 1024);
-    PERFORM sandbox_store._checkpoint_id($3, 'thread id', 1000);
-    PERFORM sandbox_store._checkpoint_id($4, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($2, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._checkpoint_id($3, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($4, 'checkpoint id', 1024);
     IF $5 IS NULL OR $5 NOT BETWEEN -8640000000000000 AND 8640000000000000 THEN
-        PERFORM sandbox_store._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
+        PERFORM sandbox_store_internal._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
     END IF;
-    PERFORM sandbox_store._check_writer($3, $6, $7, $8, COALESCE($9, clock_timestamp()));
+    PERFORM sandbox_store_internal._check_writer($3, $6, $7, $8, COALESCE($9, clock_timestamp()));
     IF $1 OPERATOR(pg_catalog.=) $3 THEN
-        PERFORM sandbox_store._checkpoint_error('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb($1)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb($1)),
             'A fork makes the first checkpoint of another thread.');
     END IF;
     SELECT c.checkpoint INTO v_source FROM sandbox_store.checkpoints c
      WHERE c.id OPERATOR(pg_catalog.=) $2;
     IF v_source IS NULL THEN
-        PERFORM sandbox_store._checkpoint_error('SBC09', format('checkpoint %s does not exist', to_jsonb($2)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC09', format('checkpoint %s does not exist', to_jsonb($2)),
             'A fork copies a stored checkpoint.');
     END IF;
     IF v_source ->> 'threadId' IS DISTINCT FROM $1 THEN
-        PERFORM sandbox_store._checkpoint_error('SBC11', format('checkpoint %s is not a checkpoint of thread %s', to_jsonb($2), to_jsonb($1)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('checkpoint %s is not a checkpoint of thread %s', to_jsonb($2), to_jsonb($1)),
             format('It belongs to thread %s.', v_source -> 'threadId'));
     END IF;
     IF EXISTS (SELECT FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $3)
        OR EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.thread_id OPERATOR(pg_catalog.=) $3) THEN
-        PERFORM sandbox_store._checkpoint_error('SBC10', format('thread %s already has checkpoints', to_jsonb($3)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC10', format('thread %s already has checkpoints', to_jsonb($3)),
             'A fork makes the first checkpoint of an empty thread.');
     END IF;
     -- The fork root: the source's files, conversation and artifacts, and
@@ -534,11 +482,11 @@ BEGIN
         INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint)
         VALUES ($4, $3, NULL, $5, v_copy);
     EXCEPTION WHEN unique_violation THEN
-        PERFORM sandbox_store._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb($4)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb($4)),
             'Checkpoints are immutable: an id is appended once.');
     END;
     INSERT INTO sandbox_store.checkpoint_heads (thread_id, head_id) VALUES ($3, $4);
-    PERFORM sandbox_store._checkpoint_refs(v_copy, 1);
+    PERFORM sandbox_store_internal._checkpoint_refs(v_copy, 1);
     RETURN v_copy;
 END
 $$;
@@ -552,7 +500,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store._checkpoint_id($1, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'checkpoint id', 1024);
     RETURN (SELECT c.checkpoint FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $1);
 END
 $$;
@@ -566,7 +514,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     RETURN QUERY SELECT c.checkpoint FROM sandbox_store.checkpoints c
                   WHERE c.thread_id OPERATOR(pg_catalog.=) $1
                   ORDER BY c.created_at, c.id COLLATE "C";
@@ -582,7 +530,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     RETURN (SELECT h.head_id FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $1);
 END
 $$;
@@ -618,26 +566,3 @@ COMMENT ON FUNCTION sandbox_store.checkpoint_head(pg_catalog.text) IS
 'The head checkpoint id of a thread, or NULL.';
 COMMENT ON FUNCTION sandbox_store.checkpoint_blob_references() IS
 'Every blob key a stored checkpoint points to, with the number of checkpoints that point to it, by key as UTF-8 bytes.';
-
-REVOKE ALL ON TABLE sandbox_store.checkpoints, sandbox_store.checkpoint_heads,
-    sandbox_store.checkpoint_blobs FROM PUBLIC;
-REVOKE ALL ON FUNCTION
-    sandbox_store._writer_key(pg_catalog.text),
-    sandbox_store._checkpoint_error(pg_catalog.text, pg_catalog.text, pg_catalog.text),
-    sandbox_store._checkpoint_id(pg_catalog.text, pg_catalog.text, pg_catalog.int4),
-    sandbox_store._invalid_entry(pg_catalog.text),
-    sandbox_store._checkpoint_valid(pg_catalog.jsonb),
-    sandbox_store._checkpoint_blob_keys(pg_catalog.jsonb),
-    sandbox_store._checkpoint_refs(pg_catalog.jsonb, pg_catalog.int4),
-    sandbox_store._check_writer(pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
-    sandbox_store.checkpoint_acquire_writer(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz),
-    sandbox_store.checkpoint_renew_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.int8, pg_catalog.timestamptz),
-    sandbox_store.checkpoint_release_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8),
-    sandbox_store.checkpoint_append(pg_catalog.jsonb, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
-    sandbox_store.checkpoint_delete_head(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
-    sandbox_store.checkpoint_fork(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
-    sandbox_store.checkpoint_get(pg_catalog.text),
-    sandbox_store.checkpoint_list(pg_catalog.text),
-    sandbox_store.checkpoint_head(pg_catalog.text),
-    sandbox_store.checkpoint_blob_references()
-FROM PUBLIC;

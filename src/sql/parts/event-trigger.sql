@@ -5,3 +5,5 @@ CREATE EVENT TRIGGER sandbox_store_guard ON ddl_command_end
 
 COMMENT ON EVENT TRIGGER sandbox_store_guard IS
 'Refuses changes to the relations of sandbox_store that pg_dump cannot carry (a restore would lose every record).';
+
+REVOKE ALL ON FUNCTION sandbox_store.guard() FROM PUBLIC;

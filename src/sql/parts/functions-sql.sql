@@ -20,7 +20,7 @@
 -- The key's lock id: FNV-1a over the key's bytes in the database encoding,
 -- as the C edition computes it, on two 32-bit halves (bigint arithmetic
 -- must not overflow).  The prime is 2^40 + 435.
-CREATE FUNCTION sandbox_store._lock_id(k pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._lock_id(k pg_catalog.text)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -42,7 +42,7 @@ END
 $$;
 
 -- A text argument that is NULL (when required), empty or over 1024 bytes.
-CREATE FUNCTION sandbox_store._bad_text(v pg_catalog.text, arg pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._bad_text(v pg_catalog.text, arg pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -63,7 +63,7 @@ END
 $$;
 
 -- A required argument given as NULL.
-CREATE FUNCTION sandbox_store._null_arg(arg pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._null_arg(arg pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -75,7 +75,7 @@ END
 $$;
 
 -- An interval's months, days and microseconds, each with its sign.
-CREATE FUNCTION sandbox_store._interval_parts(v pg_catalog.interval,
+CREATE FUNCTION sandbox_store_internal._interval_parts(v pg_catalog.interval,
     OUT months pg_catalog.numeric, OUT days pg_catalog.numeric, OUT usecs pg_catalog.numeric)
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -87,14 +87,14 @@ $$;
 
 -- An interval argument: parts of one sign; not negative; positive (and
 -- now() + it still a timestamp) where the argument must be positive.
-CREATE FUNCTION sandbox_store._check_interval(v pg_catalog.interval, arg pg_catalog.text,
+CREATE FUNCTION sandbox_store_internal._check_interval(v pg_catalog.interval, arg pg_catalog.text,
                                               must_be_positive pg_catalog.bool)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    p record := sandbox_store._interval_parts(v);
+    p record := sandbox_store_internal._interval_parts(v);
     some_negative boolean := p.months < 0 OR p.days < 0 OR p.usecs < 0;
     some_positive boolean := p.months > 0 OR p.days > 0 OR p.usecs > 0;
 BEGIN
@@ -129,13 +129,13 @@ $$;
 
 -- now() - age, in UTC; -infinity when that reaches before the earliest
 -- timestamp (nothing is that old).
-CREATE FUNCTION sandbox_store._cutoff(age pg_catalog.interval)
+CREATE FUNCTION sandbox_store_internal._cutoff(age pg_catalog.interval)
 RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    p record := sandbox_store._interval_parts(age);
+    p record := sandbox_store_internal._interval_parts(age);
 BEGIN
     IF p.months * 31 * 86400000000 + p.days * 86400000000 + p.usecs
        >= (extract(epoch FROM now()) - extract(epoch FROM timestamptz '4714-11-24 00:00:00+00 BC')) * 1000000 THEN
@@ -147,7 +147,7 @@ $$;
 
 -- 25006 on a hot standby: a standby's advisory lock excludes nothing on the
 -- primary.
-CREATE FUNCTION sandbox_store._refuse_on_standby(k pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._refuse_on_standby(k pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -162,7 +162,7 @@ $$;
 
 -- 55P03: the key could not be taken within the wait.  blocked_fence NULL:
 -- another transaction's lock was in the way; else a live claim.
-CREATE FUNCTION sandbox_store._not_obtained(k pg_catalog.text, wait pg_catalog.interval,
+CREATE FUNCTION sandbox_store_internal._not_obtained(k pg_catalog.text, wait pg_catalog.interval,
                                             by_lock_timeout pg_catalog.bool,
                                             blocked_fence pg_catalog.int8,
                                             blocked_until pg_catalog.timestamptz)
@@ -195,7 +195,7 @@ END
 $$;
 
 -- 40001 in our words, at REPEATABLE READ or SERIALIZABLE.
-CREATE FUNCTION sandbox_store._changed(k pg_catalog.text, what pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._changed(k pg_catalog.text, what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -209,7 +209,7 @@ END
 $$;
 
 -- SB001, the ways a claim is lost.
-CREATE FUNCTION sandbox_store._claim_lost(k pg_catalog.text, how pg_catalog.text,
+CREATE FUNCTION sandbox_store_internal._claim_lost(k pg_catalog.text, how pg_catalog.text,
                                           f pg_catalog.int8, newest pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
@@ -247,7 +247,7 @@ $$;
 
 -- Whether the transaction reads with one snapshot (REPEATABLE READ or
 -- SERIALIZABLE).
-CREATE FUNCTION sandbox_store._snapshot_isolation()
+CREATE FUNCTION sandbox_store_internal._snapshot_isolation()
 RETURNS pg_catalog.bool
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -261,7 +261,7 @@ $$;
 -- raises PostgreSQL's 40001; the probe's own row, if it inserts one, is
 -- rolled back with the block.  what: 'claim' (leases) or 'record'
 -- (instances).
-CREATE FUNCTION sandbox_store._probe_hidden(k pg_catalog.text, what pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._probe_hidden(k pg_catalog.text, what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -281,7 +281,7 @@ BEGIN
         WHEN SQLSTATE 'SBP01' THEN
             NULL;
         WHEN serialization_failure THEN
-            PERFORM sandbox_store._changed(k, what);
+            PERFORM sandbox_store_internal._changed(k, what);
     END;
 END
 $$;
@@ -289,7 +289,7 @@ $$;
 -- The key's record, row-locked, at REPEATABLE READ or SERIALIZABLE: the one
 -- the snapshot shows must be the newest (40001 otherwise).  NULL key when
 -- there is none.
-CREATE FUNCTION sandbox_store._current_record(k pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._current_record(k pg_catalog.text)
 RETURNS sandbox_store.instances
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -301,10 +301,10 @@ BEGIN
         SELECT i.* INTO r FROM ONLY sandbox_store.instances i
          WHERE i.key OPERATOR(pg_catalog.=) k FOR UPDATE;
     EXCEPTION WHEN serialization_failure THEN
-        PERFORM sandbox_store._changed(k, 'record');
+        PERFORM sandbox_store_internal._changed(k, 'record');
     END;
     IF r.key IS NULL THEN
-        PERFORM sandbox_store._probe_hidden(k, 'record');
+        PERFORM sandbox_store_internal._probe_hidden(k, 'record');
     END IF;
     RETURN r;
 END
@@ -315,7 +315,7 @@ $$;
 -- holds it exclusive, draws again and calls setval only if still needed, so
 -- the sequence never moves back under another draw.  In this edition the
 -- draw lock lasts until the transaction ends.
-CREATE FUNCTION sandbox_store._draw_fence(above pg_catalog.int8)
+CREATE FUNCTION sandbox_store_internal._draw_fence(above pg_catalog.int8)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -349,7 +349,7 @@ $$;
 -- flushes WAL: there the commit flushes it (synchronous_commit is raised for
 -- the transaction if it is off), which covers a claim made by a statement
 -- in autocommit (docs/reference.md, "Editions").
-CREATE FUNCTION sandbox_store._keep_fence()
+CREATE FUNCTION sandbox_store_internal._keep_fence()
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -366,22 +366,22 @@ $$;
 
 -- A fence for a claim that SQL code takes itself (the checkpoint writers):
 -- drawn and kept as for sandbox_claim.
-CREATE FUNCTION sandbox_store._draw_claim_fence(above pg_catalog.int8)
+CREATE FUNCTION sandbox_store_internal._draw_claim_fence(above pg_catalog.int8)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    f pg_catalog.int8 := sandbox_store._draw_fence(above);
+    f pg_catalog.int8 := sandbox_store_internal._draw_fence(above);
 BEGIN
-    PERFORM sandbox_store._keep_fence();
+    PERFORM sandbox_store_internal._keep_fence();
     RETURN f;
 END
 $$;
 
 -- Take the key's lock with lock_timeout set to ms for this wait only (the
 -- SET clause restores the caller's value on the way out, also on error).
-CREATE FUNCTION sandbox_store._lock_within(lock_id pg_catalog.int8, ms pg_catalog.int8)
+CREATE FUNCTION sandbox_store_internal._lock_within(lock_id pg_catalog.int8, ms pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -396,7 +396,7 @@ $$;
 -- Retire the key's expired claim (a lock-mode caller took the key over): a
 -- new fence, no token.  False if the claim was renewed or released since it
 -- was seen.
-CREATE FUNCTION sandbox_store._retire(k pg_catalog.text)
+CREATE FUNCTION sandbox_store_internal._retire(k pg_catalog.text)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -410,11 +410,11 @@ BEGIN
           FROM ONLY sandbox_store.leases l
          WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
     EXCEPTION WHEN serialization_failure THEN
-        PERFORM sandbox_store._changed(k, 'claim');
+        PERFORM sandbox_store_internal._changed(k, 'claim');
     END;
     IF is_claimed THEN
         UPDATE ONLY sandbox_store.leases l
-           SET fence = GREATEST(l.fence + 1, sandbox_store._draw_fence(newest)),
+           SET fence = GREATEST(l.fence + 1, sandbox_store_internal._draw_fence(newest)),
                owner_token = NULL, lease_expires_at = NULL
          WHERE l.key OPERATOR(pg_catalog.=) k AND l.owner_token IS NOT NULL
            AND l.lease_expires_at OPERATOR(pg_catalog.<=) clock_timestamp();
@@ -422,8 +422,8 @@ BEGIN
             RETURN true;
         END IF;
     END IF;
-    IF sandbox_store._snapshot_isolation() THEN
-        PERFORM sandbox_store._changed(k, 'claim');
+    IF sandbox_store_internal._snapshot_isolation() THEN
+        PERFORM sandbox_store_internal._changed(k, 'claim');
     END IF;
     RETURN false;
 END
@@ -434,7 +434,7 @@ $$;
 -- claim is retired, and the result is all NULL.  Lease mode: a new claim,
 -- replacing an expired one, and the result is the claim.  The lock is held
 -- until the transaction ends.
-CREATE FUNCTION sandbox_store._take(k pg_catalog.text, lock_id pg_catalog.int8,
+CREATE FUNCTION sandbox_store_internal._take(k pg_catalog.text, lock_id pg_catalog.int8,
                                     wait pg_catalog.interval, lease pg_catalog.interval,
                                     OUT fence pg_catalog.int8, OUT owner_token pg_catalog.uuid,
                                     OUT lease_expires_at pg_catalog.timestamptz)
@@ -454,17 +454,17 @@ DECLARE
     c_until pg_catalog.timestamptz;
     c_live boolean;
     blocked boolean;
-    rr boolean := sandbox_store._snapshot_isolation();
+    rr boolean := sandbox_store_internal._snapshot_isolation();
     newest pg_catalog.int8;
     now_clock pg_catalog.timestamptz;
 BEGIN
     IF pg_is_in_recovery() THEN
-        PERFORM sandbox_store._refuse_on_standby(k);
+        PERFORM sandbox_store_internal._refuse_on_standby(k);
     END IF;
     -- How long the caller may wait: wait (more than 36,500 days is no
     -- bound), or lock_timeout if that is sooner.
     IF wait IS NOT NULL THEN
-        p := sandbox_store._interval_parts(wait);
+        p := sandbox_store_internal._interval_parts(wait);
         IF p.usecs + p.days * 86400000000 + p.months * 30 * 86400000000 <= 36500 * 86400000000::pg_catalog.numeric THEN
             deadline := started + make_interval(secs => (p.usecs + p.days * 86400000000 + p.months * 30 * 86400000000) / 1000000);
         END IF;
@@ -488,18 +488,18 @@ BEGIN
                 ms_left := ceil(extract(epoch FROM deadline - clock_timestamp()) * 1000);
                 IF ms_left <= 0 THEN
                     IF NOT pg_try_advisory_xact_lock(lock_id) THEN
-                        PERFORM sandbox_store._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                        PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
                     END IF;
                 ELSE
                     BEGIN
-                        PERFORM sandbox_store._lock_within(lock_id, ms_left);
+                        PERFORM sandbox_store_internal._lock_within(lock_id, ms_left);
                     EXCEPTION WHEN lock_not_available THEN
-                        PERFORM sandbox_store._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                        PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
                     END;
                 END IF;
             END IF;
             IF rr THEN
-                PERFORM sandbox_store._probe_hidden(k, 'claim');
+                PERFORM sandbox_store_internal._probe_hidden(k, 'claim');
             END IF;
             SELECT l.fence, l.lease_expires_at, l.lease_expires_at OPERATOR(pg_catalog.>) clock_timestamp()
               INTO c_fence, c_until, c_live
@@ -515,7 +515,7 @@ BEGIN
 
         IF NOT blocked THEN
             IF lease IS NULL THEN
-                IF c_fence IS NULL OR sandbox_store._retire(k) THEN
+                IF c_fence IS NULL OR sandbox_store_internal._retire(k) THEN
                     RETURN;
                 END IF;
             ELSE
@@ -523,11 +523,11 @@ BEGIN
                     SELECT l.fence INTO newest FROM ONLY sandbox_store.leases l
                      WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
                 EXCEPTION WHEN serialization_failure THEN
-                    PERFORM sandbox_store._changed(k, 'claim');
+                    PERFORM sandbox_store_internal._changed(k, 'claim');
                 END;
                 now_clock := clock_timestamp();
                 INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)
-                VALUES (k, sandbox_store._draw_fence(COALESCE(newest, 0)), gen_random_uuid(),
+                VALUES (k, sandbox_store_internal._draw_fence(COALESCE(newest, 0)), gen_random_uuid(),
                         (now_clock AT TIME ZONE 'UTC' + lease) AT TIME ZONE 'UTC')
                 ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
                    SET fence = GREATEST(l.fence + 1, EXCLUDED.fence),
@@ -537,7 +537,7 @@ BEGIN
                 RETURNING l.fence, l.owner_token, l.lease_expires_at
                      INTO fence, owner_token, lease_expires_at;
                 IF FOUND THEN
-                    PERFORM sandbox_store._keep_fence();
+                    PERFORM sandbox_store_internal._keep_fence();
                     RETURN;
                 END IF;
             END IF;
@@ -546,7 +546,7 @@ BEGIN
 
         -- A live claim holds the key: wait for it, backing off.
         IF deadline IS NOT NULL AND clock_timestamp() >= deadline THEN
-            PERFORM sandbox_store._not_obtained(k, wait, by_lock_timeout, c_fence, c_until);
+            PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, c_fence, c_until);
         END IF;
         nap_ms := delay_ms;
         IF c_until > clock_timestamp() THEN
@@ -565,7 +565,7 @@ $$;
 
 -- Take the key's lock if it is free now (no other transaction's lock, no
 -- live claim; an expired claim is retired).  False leaves nothing held.
-CREATE FUNCTION sandbox_store._try_take(k pg_catalog.text, lock_id pg_catalog.int8)
+CREATE FUNCTION sandbox_store_internal._try_take(k pg_catalog.text, lock_id pg_catalog.int8)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -575,7 +575,7 @@ DECLARE
     c_live boolean;
 BEGIN
     IF pg_is_in_recovery() THEN
-        PERFORM sandbox_store._refuse_on_standby(k);
+        PERFORM sandbox_store_internal._refuse_on_standby(k);
     END IF;
     LOOP
         c_fence := NULL;
@@ -583,8 +583,8 @@ BEGIN
             IF NOT pg_try_advisory_xact_lock(lock_id) THEN
                 RETURN false;
             END IF;
-            IF sandbox_store._snapshot_isolation() THEN
-                PERFORM sandbox_store._probe_hidden(k, 'claim');
+            IF sandbox_store_internal._snapshot_isolation() THEN
+                PERFORM sandbox_store_internal._probe_hidden(k, 'claim');
             END IF;
             SELECT l.fence, l.lease_expires_at OPERATOR(pg_catalog.>) clock_timestamp()
               INTO c_fence, c_live
@@ -596,7 +596,7 @@ BEGIN
         EXCEPTION WHEN SQLSTATE 'SBW01' THEN
             RETURN false;
         END;
-        IF c_fence IS NULL OR sandbox_store._retire(k) THEN
+        IF c_fence IS NULL OR sandbox_store_internal._retire(k) THEN
             RETURN true;
         END IF;
     END LOOP;
@@ -605,14 +605,14 @@ $$;
 
 -- The key's lock, taken for a write that does not wait for claims (fenced
 -- writes, renew, release, REPEATABLE READ upserts).
-CREATE FUNCTION sandbox_store._lock(k pg_catalog.text, lock_id pg_catalog.int8)
+CREATE FUNCTION sandbox_store_internal._lock(k pg_catalog.text, lock_id pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_is_in_recovery() THEN
-        PERFORM sandbox_store._refuse_on_standby(k);
+        PERFORM sandbox_store_internal._refuse_on_standby(k);
     END IF;
     PERFORM pg_advisory_xact_lock(lock_id);
 END
@@ -620,7 +620,7 @@ $$;
 
 -- A fenced write goes through only with the fence of the key's current
 -- claim: the key's newest fence, its claim still set.  SB001 otherwise.
-CREATE FUNCTION sandbox_store._check_fence(k pg_catalog.text, f pg_catalog.int8)
+CREATE FUNCTION sandbox_store_internal._check_fence(k pg_catalog.text, f pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -634,25 +634,25 @@ BEGIN
      WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
     IF NOT FOUND THEN
         -- (REPEATABLE READ: a claim committed after the snapshot is 40001.)
-        IF sandbox_store._snapshot_isolation() THEN
-            PERFORM sandbox_store._probe_hidden(k, 'claim');
+        IF sandbox_store_internal._snapshot_isolation() THEN
+            PERFORM sandbox_store_internal._probe_hidden(k, 'claim');
         END IF;
         newest := 0;
         is_claimed := false;
     END IF;
     IF newest > f THEN
-        PERFORM sandbox_store._claim_lost(k, 'old', f, newest);
+        PERFORM sandbox_store_internal._claim_lost(k, 'old', f, newest);
     ELSIF newest OPERATOR(pg_catalog.<>) f THEN
-        PERFORM sandbox_store._claim_lost(k, 'foreign', f, newest);
+        PERFORM sandbox_store_internal._claim_lost(k, 'foreign', f, newest);
     ELSIF NOT is_claimed THEN
-        PERFORM sandbox_store._claim_lost(k, 'ended', f, newest);
+        PERFORM sandbox_store_internal._claim_lost(k, 'ended', f, newest);
     END IF;
 END
 $$;
 
 -- Insert or fully replace a record (sandbox_upsert, sandbox_upsert_release),
 -- arguments already checked.
-CREATE FUNCTION sandbox_store._upsert(k pg_catalog.text, f pg_catalog.int8, release pg_catalog.bool,
+CREATE FUNCTION sandbox_store_internal._upsert(k pg_catalog.text, f pg_catalog.int8, release pg_catalog.bool,
                                       p_provider pg_catalog.text, p_provider_sandbox_id pg_catalog.text,
                                       p_thread_id pg_catalog.text, p_latest_snapshot_id pg_catalog.text,
                                       p_latest_run_id pg_catalog.text, p_updated_at pg_catalog.timestamptz)
@@ -661,13 +661,13 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    rr boolean := sandbox_store._snapshot_isolation();
+    rr boolean := sandbox_store_internal._snapshot_isolation();
     r sandbox_store.instances;
 BEGIN
     IF f IS NOT NULL OR rr THEN
-        PERFORM sandbox_store._lock(k, sandbox_store._lock_id(k));
+        PERFORM sandbox_store_internal._lock(k, sandbox_store_internal._lock_id(k));
         IF f IS NOT NULL THEN
-            PERFORM sandbox_store._check_fence(k, f);
+            PERFORM sandbox_store_internal._check_fence(k, f);
         END IF;
         IF release THEN
             BEGIN
@@ -675,11 +675,11 @@ BEGIN
                  WHERE l.key OPERATOR(pg_catalog.=) k AND l.fence OPERATOR(pg_catalog.=) f
                    AND l.owner_token IS NOT NULL;
             EXCEPTION WHEN serialization_failure THEN
-                PERFORM sandbox_store._changed(k, 'claim');
+                PERFORM sandbox_store_internal._changed(k, 'claim');
             END;
             IF NOT FOUND THEN
                 IF rr THEN
-                    PERFORM sandbox_store._changed(k, 'claim');
+                    PERFORM sandbox_store_internal._changed(k, 'claim');
                 END IF;
                 RAISE EXCEPTION 'the checked claim of fence % on sandbox key "%" was not found', f, k
                     USING ERRCODE = 'internal_error';
@@ -687,7 +687,7 @@ BEGIN
         END IF;
     END IF;
     IF rr THEN
-        PERFORM sandbox_store._current_record(k);
+        PERFORM sandbox_store_internal._current_record(k);
     END IF;
     INSERT INTO sandbox_store.instances AS i
            (key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at)
@@ -705,7 +705,7 @@ END
 $$;
 
 -- Arguments of the record writers, in declaration order.
-CREATE FUNCTION sandbox_store._check_record_args(p_provider pg_catalog.text, p_provider_sandbox_id pg_catalog.text,
+CREATE FUNCTION sandbox_store_internal._check_record_args(p_provider pg_catalog.text, p_provider_sandbox_id pg_catalog.text,
                                                  p_thread_id pg_catalog.text, p_latest_snapshot_id pg_catalog.text,
                                                  p_latest_run_id pg_catalog.text, p_updated_at pg_catalog.timestamptz)
 RETURNS void
@@ -714,19 +714,19 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_provider IS NULL OR octet_length(p_provider) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text(p_provider, 'provider');
+        PERFORM sandbox_store_internal._bad_text(p_provider, 'provider');
     END IF;
     IF p_provider_sandbox_id IS NULL OR octet_length(p_provider_sandbox_id) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text(p_provider_sandbox_id, 'provider_sandbox_id');
+        PERFORM sandbox_store_internal._bad_text(p_provider_sandbox_id, 'provider_sandbox_id');
     END IF;
     IF p_thread_id IS NULL OR octet_length(p_thread_id) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text(p_thread_id, 'thread_id');
+        PERFORM sandbox_store_internal._bad_text(p_thread_id, 'thread_id');
     END IF;
     IF octet_length(p_latest_snapshot_id) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text(p_latest_snapshot_id, 'latest_snapshot_id');
+        PERFORM sandbox_store_internal._bad_text(p_latest_snapshot_id, 'latest_snapshot_id');
     END IF;
     IF octet_length(p_latest_run_id) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text(p_latest_run_id, 'latest_run_id');
+        PERFORM sandbox_store_internal._bad_text(p_latest_run_id, 'latest_run_id');
     END IF;
     IF p_updated_at IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
@@ -742,7 +742,7 @@ END
 $$;
 
 -- A fence argument must be positive.
-CREATE FUNCTION sandbox_store._check_fence_arg(f pg_catalog.int8)
+CREATE FUNCTION sandbox_store_internal._check_fence_arg(f pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -776,13 +776,13 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
-    PERFORM sandbox_store._check_record_args($2, $3, $4, $5, $6, $7);
+    PERFORM sandbox_store_internal._check_record_args($2, $3, $4, $5, $6, $7);
     IF $8 <= 0 THEN
-        PERFORM sandbox_store._check_fence_arg($8);
+        PERFORM sandbox_store_internal._check_fence_arg($8);
     END IF;
-    RETURN sandbox_store._upsert($1, $8, false, $2, $3, $4, $5, $6, $7);
+    RETURN sandbox_store_internal._upsert($1, $8, false, $2, $3, $4, $5, $6, $7);
 END
 $$;
 
@@ -804,16 +804,16 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL THEN
-        PERFORM sandbox_store._null_arg('fence');
+        PERFORM sandbox_store_internal._null_arg('fence');
     END IF;
     IF $2 <= 0 THEN
-        PERFORM sandbox_store._check_fence_arg($2);
+        PERFORM sandbox_store_internal._check_fence_arg($2);
     END IF;
-    PERFORM sandbox_store._check_record_args($3, $4, $5, $6, $7, $8);
-    RETURN sandbox_store._upsert($1, $2, true, $3, $4, $5, $6, $7, $8);
+    PERFORM sandbox_store_internal._check_record_args($3, $4, $5, $6, $7, $8);
+    RETURN sandbox_store_internal._upsert($1, $2, true, $3, $4, $5, $6, $7, $8);
 END
 $$;
 
@@ -827,7 +827,7 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     RETURN QUERY SELECT i.* FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) $1;
 END
@@ -847,21 +847,21 @@ DECLARE
     deleted boolean;
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 <= 0 THEN
-        PERFORM sandbox_store._check_fence_arg($2);
+        PERFORM sandbox_store_internal._check_fence_arg($2);
     END IF;
     IF $2 IS NOT NULL THEN
-        PERFORM sandbox_store._lock($1, sandbox_store._lock_id($1));
-        PERFORM sandbox_store._check_fence($1, $2);
+        PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
+        PERFORM sandbox_store_internal._check_fence($1, $2);
     ELSE
-        PERFORM sandbox_store._take($1, sandbox_store._lock_id($1), NULL, NULL);
+        PERFORM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
     END IF;
     DELETE FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) $1;
     deleted := FOUND;
-    IF NOT deleted AND sandbox_store._snapshot_isolation() THEN
-        PERFORM sandbox_store._current_record($1);
+    IF NOT deleted AND sandbox_store_internal._snapshot_isolation() THEN
+        PERFORM sandbox_store_internal._current_record($1);
     END IF;
     RETURN deleted;
 END
@@ -877,7 +877,7 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'thread_id');
+        PERFORM sandbox_store_internal._bad_text($1, 'thread_id');
     END IF;
     RETURN QUERY SELECT i.* FROM ONLY sandbox_store.instances i
                   WHERE i.thread_id OPERATOR(pg_catalog.=) $1
@@ -906,26 +906,26 @@ DECLARE
     cutoff pg_catalog.timestamptz;
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($2, 'run_id');
+        PERFORM sandbox_store_internal._bad_text($2, 'run_id');
     END IF;
     IF $3 IS NOT NULL THEN
-        PERFORM sandbox_store._check_interval($3, 'max_age', false);
-        cutoff := sandbox_store._cutoff($3);
+        PERFORM sandbox_store_internal._check_interval($3, 'max_age', false);
+        cutoff := sandbox_store_internal._cutoff($3);
     END IF;
     IF octet_length($4) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($4, 'provider');
+        PERFORM sandbox_store_internal._bad_text($4, 'provider');
     END IF;
     IF $5 IS NOT NULL THEN
-        PERFORM sandbox_store._check_interval($5, 'wait', false);
+        PERFORM sandbox_store_internal._check_interval($5, 'wait', false);
     END IF;
     IF $6 IS NOT NULL THEN
-        PERFORM sandbox_store._check_interval($6, 'lease', true);
+        PERFORM sandbox_store_internal._check_interval($6, 'lease', true);
     END IF;
 
-    c := sandbox_store._take($1, sandbox_store._lock_id($1), $5, $6);
+    c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
 
     UPDATE ONLY sandbox_store.instances i
        SET latest_run_id = $2, updated_at = GREATEST(i.updated_at, now())
@@ -936,8 +936,8 @@ BEGIN
     IF FOUND THEN
         res.action := 'resume';
     ELSE
-        IF sandbox_store._snapshot_isolation() THEN
-            r := sandbox_store._current_record($1);
+        IF sandbox_store_internal._snapshot_isolation() THEN
+            r := sandbox_store_internal._current_record($1);
         ELSE
             SELECT i.* INTO r FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) $1;
         END IF;
@@ -978,12 +978,12 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NOT NULL THEN
-        PERFORM sandbox_store._check_interval($2, 'wait', false);
+        PERFORM sandbox_store_internal._check_interval($2, 'wait', false);
     END IF;
-    PERFORM sandbox_store._take($1, sandbox_store._lock_id($1), $2, NULL);
+    PERFORM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $2, NULL);
 END
 $$;
 
@@ -997,22 +997,22 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
-    RETURN sandbox_store._try_take($1, sandbox_store._lock_id($1));
+    RETURN sandbox_store_internal._try_take($1, sandbox_store_internal._lock_id($1));
 END
 $$;
 
 CREATE FUNCTION sandbox_store.sandbox_lock_id(key pg_catalog.text)
 RETURNS pg_catalog.int8
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
-    RETURN sandbox_store._lock_id($1);
+    RETURN sandbox_store_internal._lock_id($1);
 END
 $$;
 
@@ -1032,17 +1032,17 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL THEN
-        PERFORM sandbox_store._null_arg('lease');
+        PERFORM sandbox_store_internal._null_arg('lease');
     END IF;
-    PERFORM sandbox_store._check_interval($2, 'lease', true);
+    PERFORM sandbox_store_internal._check_interval($2, 'lease', true);
     IF $3 IS NOT NULL THEN
-        PERFORM sandbox_store._check_interval($3, 'wait', false);
+        PERFORM sandbox_store_internal._check_interval($3, 'wait', false);
     END IF;
     RETURN QUERY SELECT t.fence, t.owner_token, t.lease_expires_at
-                   FROM sandbox_store._take($1, sandbox_store._lock_id($1), $3, $2) t;
+                   FROM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $3, $2) t;
 END
 $$;
 
@@ -1061,22 +1061,22 @@ DECLARE
     expires pg_catalog.timestamptz;
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL THEN
-        PERFORM sandbox_store._null_arg('owner_token');
+        PERFORM sandbox_store_internal._null_arg('owner_token');
     END IF;
     IF $3 IS NULL THEN
-        PERFORM sandbox_store._null_arg('lease');
+        PERFORM sandbox_store_internal._null_arg('lease');
     END IF;
-    PERFORM sandbox_store._check_interval($3, 'lease', true);
-    PERFORM sandbox_store._lock($1, sandbox_store._lock_id($1));
+    PERFORM sandbox_store_internal._check_interval($3, 'lease', true);
+    PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
     UPDATE ONLY sandbox_store.leases l
        SET lease_expires_at = (clock_timestamp() AT TIME ZONE 'UTC' + $3) AT TIME ZONE 'UTC'
      WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token OPERATOR(pg_catalog.=) $2
     RETURNING l.lease_expires_at INTO expires;
     IF NOT FOUND THEN
-        PERFORM sandbox_store._claim_lost($1, 'token', 0, 0);
+        PERFORM sandbox_store_internal._claim_lost($1, 'token', 0, 0);
     END IF;
     RETURN expires;
 END
@@ -1094,12 +1094,12 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL THEN
-        PERFORM sandbox_store._null_arg('owner_token');
+        PERFORM sandbox_store_internal._null_arg('owner_token');
     END IF;
-    PERFORM sandbox_store._lock($1, sandbox_store._lock_id($1));
+    PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
     UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
      WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token OPERATOR(pg_catalog.=) $2;
     RETURN FOUND;
@@ -1108,7 +1108,7 @@ $$;
 
 -- The reaper's candidates, oldest first: a sequential read (there is no
 -- index on updated_at), whatever the caller's enable_seqscan.
-CREATE FUNCTION sandbox_store._reap_candidates(cutoff pg_catalog.timestamptz)
+CREATE FUNCTION sandbox_store_internal._reap_candidates(cutoff pg_catalog.timestamptz)
 RETURNS SETOF pg_catalog.text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -1136,21 +1136,21 @@ DECLARE
     r sandbox_store.instances;
 BEGIN
     IF $1 IS NULL THEN
-        PERFORM sandbox_store._null_arg('idle_for');
+        PERFORM sandbox_store_internal._null_arg('idle_for');
     END IF;
-    PERFORM sandbox_store._check_interval($1, 'idle_for', false);
-    cutoff := sandbox_store._cutoff($1);
+    PERFORM sandbox_store_internal._check_interval($1, 'idle_for', false);
+    cutoff := sandbox_store_internal._cutoff($1);
     IF $2 IS NULL THEN
-        PERFORM sandbox_store._null_arg('max_rows');
+        PERFORM sandbox_store_internal._null_arg('max_rows');
     END IF;
     IF $2 <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'max_rows must be positive',
             DETAIL = format('The value given is %s.', $2);
     END IF;
-    FOR candidate IN SELECT sandbox_store._reap_candidates(cutoff) LOOP
+    FOR candidate IN SELECT sandbox_store_internal._reap_candidates(cutoff) LOOP
         EXIT WHEN reaped >= $2;
-        CONTINUE WHEN NOT sandbox_store._try_take(candidate, sandbox_store._lock_id(candidate));
+        CONTINUE WHEN NOT sandbox_store_internal._try_take(candidate, sandbox_store_internal._lock_id(candidate));
         PERFORM FROM ONLY sandbox_store.instances i
           WHERE i.key OPERATOR(pg_catalog.=) candidate AND i.updated_at OPERATOR(pg_catalog.<) cutoff
           FOR UPDATE SKIP LOCKED;
@@ -1178,7 +1178,7 @@ DECLARE
     holder pg_catalog.int4;
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store._bad_text($1, 'key');
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF pg_is_in_recovery() THEN
         RAISE EXCEPTION USING ERRCODE = 'read_only_sql_transaction',
@@ -1187,37 +1187,8 @@ BEGIN
             HINT = 'Connect to the primary.';
     END IF;
     SELECT COALESCE(k.pid, 0) INTO holder FROM sandbox_store.key_locks k
-     WHERE k.lock_id OPERATOR(pg_catalog.=) sandbox_store._lock_id($1) AND k.granted
+     WHERE k.lock_id OPERATOR(pg_catalog.=) sandbox_store_internal._lock_id($1) AND k.granted
      LIMIT 1;
     RETURN holder;
 END
 $$;
-
-REVOKE ALL ON FUNCTION
-    sandbox_store._lock_id(pg_catalog.text),
-    sandbox_store._bad_text(pg_catalog.text, pg_catalog.text),
-    sandbox_store._null_arg(pg_catalog.text),
-    sandbox_store._interval_parts(pg_catalog.interval),
-    sandbox_store._check_interval(pg_catalog.interval, pg_catalog.text, pg_catalog.bool),
-    sandbox_store._cutoff(pg_catalog.interval),
-    sandbox_store._refuse_on_standby(pg_catalog.text),
-    sandbox_store._not_obtained(pg_catalog.text, pg_catalog.interval, pg_catalog.bool, pg_catalog.int8, pg_catalog.timestamptz),
-    sandbox_store._changed(pg_catalog.text, pg_catalog.text),
-    sandbox_store._claim_lost(pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.int8),
-    sandbox_store._snapshot_isolation(),
-    sandbox_store._probe_hidden(pg_catalog.text, pg_catalog.text),
-    sandbox_store._current_record(pg_catalog.text),
-    sandbox_store._draw_fence(pg_catalog.int8),
-    sandbox_store._keep_fence(),
-    sandbox_store._draw_claim_fence(pg_catalog.int8),
-    sandbox_store._lock_within(pg_catalog.int8, pg_catalog.int8),
-    sandbox_store._retire(pg_catalog.text),
-    sandbox_store._take(pg_catalog.text, pg_catalog.int8, pg_catalog.interval, pg_catalog.interval),
-    sandbox_store._try_take(pg_catalog.text, pg_catalog.int8),
-    sandbox_store._lock(pg_catalog.text, pg_catalog.int8),
-    sandbox_store._check_fence(pg_catalog.text, pg_catalog.int8),
-    sandbox_store._upsert(pg_catalog.text, pg_catalog.int8, pg_catalog.bool, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz),
-    sandbox_store._check_record_args(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz),
-    sandbox_store._check_fence_arg(pg_catalog.int8),
-    sandbox_store._reap_candidates(pg_catalog.timestamptz)
-FROM PUBLIC;

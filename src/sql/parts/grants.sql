@@ -1,5 +1,9 @@
 -- Nothing for PUBLIC: an admin grants USAGE on the schema and EXECUTE on the
--- functions to the app role (see README).
+-- functions to the app role (see README).  The parts that make functions
+-- grant and revoke nothing themselves, so that an update script can make
+-- them again (CREATE OR REPLACE) without touching the grants an admin gave:
+-- a REVOKE run by an update script would record the admin's grants as the
+-- extension's initial privileges, which pg_dump leaves out.
 REVOKE ALL ON FUNCTION
     sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8),
     sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz),
@@ -15,9 +19,25 @@ REVOKE ALL ON FUNCTION
     sandbox_store.sandbox_release(pg_catalog.text, pg_catalog.uuid),
     sandbox_store.sandbox_reap(pg_catalog.interval, pg_catalog.int4),
     sandbox_store.sandbox_lock_holder(pg_catalog.text),
+    sandbox_store.checkpoint_acquire_writer(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_renew_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_release_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8),
+    sandbox_store.checkpoint_append(pg_catalog.jsonb, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_delete_head(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_fork(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz),
+    sandbox_store.checkpoint_get(pg_catalog.text),
+    sandbox_store.checkpoint_list(pg_catalog.text),
+    sandbox_store.checkpoint_head(pg_catalog.text),
+    sandbox_store.checkpoint_blob_references(),
+    sandbox_store.unsupported_changes(),
     sandbox_store.edition()
 FROM PUBLIC;
 REVOKE ALL ON TABLE sandbox_store.instances, sandbox_store.leases, sandbox_store.claims,
     sandbox_store.key_locks FROM PUBLIC;
 REVOKE ALL ON SEQUENCE sandbox_store.fence_seq FROM PUBLIC;
 REVOKE ALL ON FUNCTION sandbox_store.distribute() FROM PUBLIC;
+
+-- The internal helpers: nobody but the owner (an update script runs this
+-- too, for the helpers it makes).
+REVOKE ALL ON SCHEMA sandbox_store_internal FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA sandbox_store_internal FROM PUBLIC;

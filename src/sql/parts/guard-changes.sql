@@ -149,5 +149,3 @@ $$;
 
 COMMENT ON FUNCTION sandbox_store.unsupported_changes() IS
 'What differs in the relations of sandbox_store from what the extension made (columns, their types, collations and NOT NULL, relation names, schema, inheritance), one line per difference; none when they are as made. pg_dump cannot carry such changes.';
-
-REVOKE ALL ON FUNCTION sandbox_store.unsupported_changes() FROM PUBLIC;

@@ -38,5 +38,3 @@ $$;
 
 COMMENT ON FUNCTION sandbox_store.guard() IS
 'Event trigger function of sandbox_store_guard: refuses an ALTER that leaves the relations of sandbox_store different from what the extension made (see unsupported_changes()).';
-
-REVOKE ALL ON FUNCTION sandbox_store.guard() FROM PUBLIC;

@@ -1,0 +1,57 @@
+-- Sandbox checkpoints (1.4): the append-only chain of a thread's saved
+-- sandbox states (files, conversation, artifacts), its head, the
+-- references of the content-addressed blobs they point to, and the single
+-- writer per thread.  The same SQL in both editions (PL/pgSQL); only the
+-- fence draw, sandbox_store_internal._draw_claim_fence(), is each edition's own.
+--
+-- A thread's writer holds a claim, in sandbox_store.leases, on the reserved
+-- key E'\x01checkpoint-writer\x01' || thread_id, with a fence from fence_seq
+-- like every claim.  Every write (append, delete_head, fork) is one call:
+-- it locks the writer's lease row, checks owner token, fence and expiry,
+-- then the head, and writes, in one transaction, so two writers, or a stale
+-- writer after a takeover, never both succeed.  The clock is the database
+-- server's (clock_timestamp()), or, for tests, the time the caller passes
+-- as at (every call of one store must then pass the same clock).
+--
+-- Errors carry SQLSTATEs of their own, SBC01..SBC10, which the TypeScript
+-- client maps to the SANDBOX_SNAPSHOT_* codes; a lost writer is SB001, as
+-- for any lost claim.
+
+CREATE TABLE sandbox_store.checkpoints (
+    id         pg_catalog.text NOT NULL,
+    thread_id  pg_catalog.text NOT NULL,
+    parent_id  pg_catalog.text,
+    created_at pg_catalog.int8 NOT NULL,
+    checkpoint pg_catalog.jsonb NOT NULL,
+    CONSTRAINT checkpoints_pkey PRIMARY KEY (id),
+    CONSTRAINT checkpoints_id_length CHECK (pg_catalog.octet_length(id) BETWEEN 1 AND 1024),
+    CONSTRAINT checkpoints_thread_id_length CHECK (pg_catalog.octet_length(thread_id) BETWEEN 1 AND 1000)
+);
+-- checkpoint_list(thread_id): by created_at, then id as UTF-8 bytes.
+CREATE INDEX checkpoints_thread_order_idx
+    ON sandbox_store.checkpoints (thread_id, created_at, id COLLATE "C");
+SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoints', '');
+COMMENT ON TABLE sandbox_store.checkpoints IS
+'Sandbox checkpoints, immutable once appended: id, thread, parent, createdAt (epoch ms) and the whole checkpoint as jsonb. Written only through the checkpoint_* functions.';
+
+CREATE TABLE sandbox_store.checkpoint_heads (
+    thread_id pg_catalog.text NOT NULL,
+    head_id   pg_catalog.text NOT NULL,
+    CONSTRAINT checkpoint_heads_pkey PRIMARY KEY (thread_id)
+);
+SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoint_heads', '');
+COMMENT ON TABLE sandbox_store.checkpoint_heads IS
+'The head checkpoint of each thread that has one.';
+
+CREATE TABLE sandbox_store.checkpoint_blobs (
+    key      pg_catalog.text NOT NULL,
+    refcount pg_catalog.int8 NOT NULL,
+    CONSTRAINT checkpoint_blobs_pkey PRIMARY KEY (key),
+    CONSTRAINT checkpoint_blobs_refcount_positive CHECK (refcount OPERATOR(pg_catalog.>) 0)
+);
+SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoint_blobs', '');
+COMMENT ON TABLE sandbox_store.checkpoint_blobs IS
+'Blob keys the stored checkpoints point to, with how many checkpoints point to each; a key no checkpoint points to is deleted.';
+
+REVOKE ALL ON TABLE sandbox_store.checkpoints, sandbox_store.checkpoint_heads,
+    sandbox_store.checkpoint_blobs FROM PUBLIC;
