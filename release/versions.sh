@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # release/versions.sh: the versions of a release agree (make release-check;
 # make dist runs it first).  The release is the extension's default_version
-# V (X.Y) in sandbox_store.control; then
+# V (X.Y, or X.Y.Z for a release that fixes X.Y) in sandbox_store.control;
+# then
 #
 #   src/sql/sandbox_store--V.sql     exists, or src/sql/build.sh that makes it
 #   META.json                        version and provides.sandbox_store.version
-#                                    are V.0, and the file follows the PGXN
+#                                    are V as a semantic version (X.Y.0, or
+#                                    X.Y.Z), and the file follows the PGXN
 #                                    meta spec 1.0.0 (the fields it uses)
 #   debian/changelog                 the newest entry is V-N (a Debian
 #                                    revision N), not UNRELEASED, dated the
@@ -44,7 +46,10 @@ json() {
 
 # 1. The extension.
 v=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" sandbox_store.control)
-[[ $v =~ ^[0-9]+\.[0-9]+$ ]] || fail "sandbox_store.control: default_version '$v' is not X.Y"
+[[ $v =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]] || fail "sandbox_store.control: default_version '$v' is not X.Y or X.Y.Z"
+# V as a semantic version: X.Y.0 for X.Y
+semver=$v
+[[ $v =~ ^[0-9]+\.[0-9]+$ ]] && semver=$v.0
 # (kept as written, or put together from src/sql/parts by the build)
 [ -f "src/sql/sandbox_store--$v.sql" ] || [ -x src/sql/build.sh ] ||
   problem "src/sql/sandbox_store--$v.sql (the install script of $v) is missing, and src/sql/build.sh that makes it"
@@ -59,10 +64,10 @@ else
 fi
 
 # 3. META.json: the versions, then the PGXN meta spec 1.0.0.
-[ "$(json META.json version)" = "$v.0" ] ||
-  problem "META.json: version is '$(json META.json version)', not '$v.0'"
-[ "$(json META.json provides.sandbox_store.version)" = "$v.0" ] ||
-  problem "META.json: provides.sandbox_store.version is '$(json META.json provides.sandbox_store.version)', not '$v.0'"
+[ "$(json META.json version)" = "$semver" ] ||
+  problem "META.json: version is '$(json META.json version)', not '$semver'"
+[ "$(json META.json provides.sandbox_store.version)" = "$semver" ] ||
+  problem "META.json: provides.sandbox_store.version is '$(json META.json provides.sandbox_store.version)', not '$semver'"
 spec=$(perl -MJSON::PP -e '
   local $/; my $j = decode_json(<STDIN>); my @bad;
   my $semver = qr/^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/;
@@ -132,7 +137,8 @@ tested=$(json $client/package.json sandboxStore.tested)
 range=$(json $client/package.json sandboxStore.extension)
 [ "$tested" = "$v" ] || problem "$client/package.json: sandboxStore.tested is '$tested', not '$v'"
 if [[ $range =~ ^\>=\ *([0-9]+)\.([0-9]+)$ ]]; then
-  min=$((BASH_REMATCH[1] * 1000 + BASH_REMATCH[2])) rel=$((${v%%.*} * 1000 + ${v#*.}))
+  minor=${v#*.}
+  min=$((BASH_REMATCH[1] * 1000 + BASH_REMATCH[2])) rel=$((${v%%.*} * 1000 + ${minor%%.*}))
   [ "$rel" -ge "$min" ] || problem "$client/package.json: sandboxStore.extension '$range' excludes $v"
 else
   problem "$client/package.json: sandboxStore.extension is '$range', not '>=X.Y'"
