@@ -67,7 +67,7 @@ SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
 
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
-SELECT is((SELECT version FROM edition), '1.4', 'the installed version is 1.4');
+SELECT is((SELECT version FROM edition), '1.4.1', 'the installed version is 1.4.1');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -113,11 +113,11 @@ SELECT col_type_is('sandbox_store', 'claims', 'lease_expires_at', 'timestamp wit
 
 -- The functions: existence with exact argument types ----------------------
 
--- The interface; helpers whose names start with an underscore are each
--- edition's internals (granted to nobody).
+-- The interface, and nothing else: the helpers (names starting with an
+-- underscore) are in schema sandbox_store_internal (1.4.1).
 SELECT set_eq(
     $$ SELECT p.proname::text FROM pg_catalog.pg_proc p
-        WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname !~ '^_' $$,
+        WHERE p.pronamespace = 'sandbox_store'::regnamespace $$,
     ARRAY['sandbox_upsert', 'sandbox_get', 'sandbox_delete', 'sandbox_list', 'sandbox_ensure',
           'sandbox_lock', 'sandbox_try_lock', 'sandbox_lock_id', 'sandbox_renew',
           'sandbox_release', 'sandbox_reap', 'sandbox_lock_holder', 'sandbox_claim', 'distribute',
@@ -126,7 +126,7 @@ SELECT set_eq(
           'checkpoint_append', 'checkpoint_delete_head', 'checkpoint_fork', 'checkpoint_get',
           'checkpoint_list', 'checkpoint_head', 'checkpoint_blob_references']
       || CASE WHEN (SELECT edition FROM edition) = 'c' THEN ARRAY['guard'] ELSE ARRAY[]::text[] END,
-    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, edition and the ten checkpoint functions (1.4), and in the C edition guard');
+    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, edition and the ten checkpoint functions (1.4), and in the C edition guard; no helper (1.4.1)');
 SELECT has_function('sandbox_store', 'distribute', ARRAY[]::text[], 'distribute() exists');
 SELECT function_returns('sandbox_store', 'distribute', ARRAY[]::text[], 'void', 'distribute returns void');
 SELECT function_returns('sandbox_store', 'unsupported_changes', ARRAY[]::text[], 'setof text',
