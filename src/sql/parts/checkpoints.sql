@@ -323,7 +323,11 @@ BEGIN
     VALUES (k, sandbox_store._draw_claim_fence(COALESCE(cur.fence, 0)), gen_random_uuid(),
             now + make_interval(secs => $2 / 1000.0))
     ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
-       SET fence = EXCLUDED.fence, owner_token = EXCLUDED.owner_token,
+       -- (a row another transaction inserted meanwhile may already have a
+       -- fence above the one drawn: then one above it, never a lower one)
+       SET fence = CASE WHEN EXCLUDED.fence OPERATOR(pg_catalog.>) l.fence THEN EXCLUDED.fence
+                        ELSE sandbox_store._draw_claim_fence(l.fence) END,
+           owner_token = EXCLUDED.owner_token,
            lease_expires_at = EXCLUDED.lease_expires_at
      WHERE l.owner_token IS NULL OR l.lease_expires_at OPERATOR(pg_catalog.<=) now
     RETURNING l.fence, l.owner_token, l.lease_expires_at INTO fence, owner_token, expires_at;
