@@ -306,6 +306,7 @@ DECLARE
     k pg_catalog.text;
     now pg_catalog.timestamptz := COALESCE($3, clock_timestamp());
     cur record;
+    h pg_catalog.int8;
 BEGIN
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
     IF $2 IS NULL OR $2 <= 0 THEN
@@ -313,8 +314,30 @@ BEGIN
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $2);
     END IF;
     k := sandbox_store._writer_key($1);
-    SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
-      FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE;
+    -- Never wait: the writer's lease row is locked at once, or another
+    -- transaction is acquiring, renewing, releasing or writing with it and
+    -- has not ended (SBC05, whatever it does next).  A thread without a
+    -- lease row yet: its first acquirers also take a lock of the thread's
+    -- own (an advisory lock on two halves of a hash of the key, until the
+    -- transaction ends), at once or not at all, so that none waits for
+    -- another's insert of the row.
+    BEGIN
+        SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
+          FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE NOWAIT;
+        IF NOT FOUND THEN
+            h := hashtextextended(k COLLATE "C", 0);
+            IF NOT pg_try_advisory_xact_lock((h OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4,
+                                             (h OPERATOR(pg_catalog.&) 2147483647)::pg_catalog.int4) THEN
+                RAISE EXCEPTION USING ERRCODE = 'lock_not_available';
+            END IF;
+            -- (a row committed since the first look)
+            SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
+              FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE NOWAIT;
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        PERFORM sandbox_store._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+            'Another transaction is acquiring, renewing, releasing or writing with the thread''s writer and has not ended.');
+    END;
     IF cur.owner_token IS NOT NULL AND cur.lease_expires_at > now THEN
         PERFORM sandbox_store._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
             format('Its lease (fence %s) runs until %s.', cur.fence, cur.lease_expires_at));
@@ -603,7 +626,7 @@ SELECT b.key, b.refcount FROM sandbox_store.checkpoint_blobs b ORDER BY b.key CO
 $$;
 
 COMMENT ON FUNCTION sandbox_store.checkpoint_acquire_writer(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) IS
-'Take the single checkpoint writer of a thread for lease_ms, without waiting: a claim (fence, owner_token, expires_at) on the thread''s reserved key. SBC05 if another unexpired writer holds it.';
+'Take the single checkpoint writer of a thread for lease_ms, without waiting: a claim (fence, owner_token, expires_at) on the thread''s reserved key, its fence above every fence the thread had. SBC05 if another unexpired writer holds it, or another transaction holds the writer at the moment.';
 COMMENT ON FUNCTION sandbox_store.checkpoint_renew_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.int8, pg_catalog.timestamptz) IS
 'Extend the thread''s writer to now + lease_ms while it is still the current, unexpired writer; SB001 otherwise.';
 COMMENT ON FUNCTION sandbox_store.checkpoint_release_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8) IS
