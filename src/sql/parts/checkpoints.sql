@@ -132,8 +132,9 @@ BEGIN
     END IF;
 
     IF (CASE WHEN jsonb_typeof(c -> 'createdAt') IS DISTINCT FROM 'number' THEN true
-             ELSE (c ->> 'createdAt')::pg_catalog.numeric OPERATOR(pg_catalog.<>) trunc((c ->> 'createdAt')::pg_catalog.numeric)
-                  OR (c ->> 'createdAt')::pg_catalog.numeric NOT BETWEEN -8640000000000000 AND 8640000000000000 END) THEN
+             -- (written as a whole number: 1.0 is a number with a fraction)
+             WHEN c ->> 'createdAt' !~ '^-?[0-9]{1,16}$' THEN true
+             ELSE (c ->> 'createdAt')::pg_catalog.int8 NOT BETWEEN -8640000000000000 AND 8640000000000000 END) THEN
         PERFORM sandbox_store._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
     END IF;
     IF jsonb_typeof(c -> 'reason') IS DISTINCT FROM 'string'
@@ -215,6 +216,11 @@ BEGIN
         IF jsonb_typeof(e -> 'blobKey') IS DISTINCT FROM 'string'
            OR e ->> 'blobKey' !~ '^sandbox-artifacts/.' THEN
             PERFORM sandbox_store._invalid_entry(format('The blob key of artifact %s is not under sandbox-artifacts/.', e -> 'artifactId'));
+        END IF;
+        -- (a key of checkpoint_blobs: short enough for its index)
+        IF octet_length(e ->> 'blobKey') > 1024 THEN
+            PERFORM sandbox_store._invalid_entry(format('The blob key of artifact %s has %s bytes; at most 1024 are allowed.',
+                                                        e -> 'artifactId', octet_length(e ->> 'blobKey')));
         END IF;
     END LOOP;
 END
@@ -313,6 +319,15 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $2);
     END IF;
+    IF $3 IS NOT NULL AND NOT isfinite($3) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $3);
+    END IF;
+    IF $2 / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + $2 / 1000.0 >= 9224318015999 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'lease_ms is too long',
+            DETAIL = 'now + lease_ms would be past the latest timestamp PostgreSQL has.';
+    END IF;
     k := sandbox_store._writer_key($1);
     -- Never wait: the writer's lease row is locked at once, or another
     -- transaction is acquiring, renewing, releasing or writing with it and
@@ -385,6 +400,15 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $4);
     END IF;
+    IF $5 IS NOT NULL AND NOT isfinite($5) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $5);
+    END IF;
+    IF $4 / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + $4 / 1000.0 >= 9224318015999 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'lease_ms is too long',
+            DETAIL = 'now + lease_ms would be past the latest timestamp PostgreSQL has.';
+    END IF;
     PERFORM sandbox_store._check_writer($1, $1, $2, $3, now);
     UPDATE ONLY sandbox_store.leases l SET lease_expires_at = now + make_interval(secs => $4 / 1000.0)
      WHERE l.key OPERATOR(pg_catalog.=) sandbox_store._writer_key($1)
@@ -433,6 +457,10 @@ DECLARE
     v_parent pg_catalog.text := $1 ->> 'parentCheckpointId';
     v_head pg_catalog.text;
 BEGIN
+    IF $6 IS NOT NULL AND NOT isfinite($6) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $6);
+    END IF;
     PERFORM sandbox_store._checkpoint_valid($1);
     PERFORM sandbox_store._check_writer(v_thread, $3, $4, $5, COALESCE($6, clock_timestamp()));
     IF EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
@@ -481,6 +509,10 @@ DECLARE
     head pg_catalog.text;
     gone record;
 BEGIN
+    IF $6 IS NOT NULL AND NOT isfinite($6) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $6);
+    END IF;
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
     PERFORM sandbox_store._checkpoint_id($2, 'checkpoint id', 1024);
     PERFORM sandbox_store._check_writer($1, $3, $4, $5, COALESCE($6, clock_timestamp()));
@@ -524,6 +556,10 @@ DECLARE
     v_source pg_catalog.jsonb;
     v_copy pg_catalog.jsonb;
 BEGIN
+    IF $9 IS NOT NULL AND NOT isfinite($9) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $9);
+    END IF;
     PERFORM sandbox_store._checkpoint_id($1, 'thread id', 1000);
     PERFORM sandbox_store._checkpoint_id($2, 'checkpoint id', 1024);
     PERFORM sandbox_store._checkpoint_id($3, 'thread id', 1000);
