@@ -80,8 +80,9 @@ BEGIN
     END IF;
 
     IF (CASE WHEN jsonb_typeof(c -> 'createdAt') IS DISTINCT FROM 'number' THEN true
-             ELSE (c ->> 'createdAt')::pg_catalog.numeric OPERATOR(pg_catalog.<>) trunc((c ->> 'createdAt')::pg_catalog.numeric)
-                  OR (c ->> 'createdAt')::pg_catalog.numeric NOT BETWEEN -8640000000000000 AND 8640000000000000 END) THEN
+             -- (written as a whole number: 1.0 is a number with a fraction)
+             WHEN c ->> 'createdAt' !~ '^-?[0-9]{1,16}$' THEN true
+             ELSE (c ->> 'createdAt')::pg_catalog.int8 NOT BETWEEN -8640000000000000 AND 8640000000000000 END) THEN
         PERFORM sandbox_store_internal._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
     END IF;
     IF jsonb_typeof(c -> 'reason') IS DISTINCT FROM 'string'
@@ -163,6 +164,11 @@ BEGIN
         IF jsonb_typeof(e -> 'blobKey') IS DISTINCT FROM 'string'
            OR e ->> 'blobKey' !~ '^sandbox-artifacts/.' THEN
             PERFORM sandbox_store_internal._invalid_entry(format('The blob key of artifact %s is not under sandbox-artifacts/.', e -> 'artifactId'));
+        END IF;
+        -- (a key of checkpoint_blobs: short enough for its index)
+        IF octet_length(e ->> 'blobKey') > 1024 THEN
+            PERFORM sandbox_store_internal._invalid_entry(format('The blob key of artifact %s has %s bytes; at most 1024 are allowed.',
+                                                        e -> 'artifactId', octet_length(e ->> 'blobKey')));
         END IF;
     END LOOP;
 END
@@ -254,15 +260,47 @@ DECLARE
     k pg_catalog.text;
     now pg_catalog.timestamptz := COALESCE($3, clock_timestamp());
     cur record;
+    h pg_catalog.int8;
 BEGIN
     PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     IF $2 IS NULL OR $2 <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $2);
     END IF;
+    IF $3 IS NOT NULL AND NOT isfinite($3) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $3);
+    END IF;
+    IF $2 / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + $2 / 1000.0 >= 9224318015999 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'lease_ms is too long',
+            DETAIL = 'now + lease_ms would be past the latest timestamp PostgreSQL has.';
+    END IF;
     k := sandbox_store_internal._writer_key($1);
-    SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
-      FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE;
+    -- Never wait: the writer's lease row is locked at once, or another
+    -- transaction is acquiring, renewing, releasing or writing with it and
+    -- has not ended (SBC05, whatever it does next).  A thread without a
+    -- lease row yet: its first acquirers also take a lock of the thread's
+    -- own (an advisory lock on two halves of a hash of the key, until the
+    -- transaction ends), at once or not at all, so that none waits for
+    -- another's insert of the row.
+    BEGIN
+        SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
+          FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE NOWAIT;
+        IF NOT FOUND THEN
+            h := hashtextextended(k COLLATE "C", 0);
+            IF NOT pg_try_advisory_xact_lock((h OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4,
+                                             (h OPERATOR(pg_catalog.&) 2147483647)::pg_catalog.int4) THEN
+                RAISE EXCEPTION USING ERRCODE = 'lock_not_available';
+            END IF;
+            -- (a row committed since the first look)
+            SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
+              FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE NOWAIT;
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+            'Another transaction is acquiring, renewing, releasing or writing with the thread''s writer and has not ended.');
+    END;
     IF cur.owner_token IS NOT NULL AND cur.lease_expires_at > now THEN
         PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
             format('Its lease (fence %s) runs until %s.', cur.fence, cur.lease_expires_at));
@@ -271,7 +309,11 @@ BEGIN
     VALUES (k, sandbox_store_internal._draw_claim_fence(COALESCE(cur.fence, 0)), gen_random_uuid(),
             now + make_interval(secs => $2 / 1000.0))
     ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
-       SET fence = EXCLUDED.fence, owner_token = EXCLUDED.owner_token,
+       -- (a row another transaction inserted meanwhile may already have a
+       -- fence above the one drawn: then one above it, never a lower one)
+       SET fence = CASE WHEN EXCLUDED.fence OPERATOR(pg_catalog.>) l.fence THEN EXCLUDED.fence
+                        ELSE sandbox_store_internal._draw_claim_fence(l.fence) END,
+           owner_token = EXCLUDED.owner_token,
            lease_expires_at = EXCLUDED.lease_expires_at
      WHERE l.owner_token IS NULL OR l.lease_expires_at OPERATOR(pg_catalog.<=) now
     RETURNING l.fence, l.owner_token, l.lease_expires_at INTO fence, owner_token, expires_at;
@@ -305,6 +347,15 @@ BEGIN
     IF $4 IS NULL OR $4 <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $4);
+    END IF;
+    IF $5 IS NOT NULL AND NOT isfinite($5) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $5);
+    END IF;
+    IF $4 / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + $4 / 1000.0 >= 9224318015999 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'lease_ms is too long',
+            DETAIL = 'now + lease_ms would be past the latest timestamp PostgreSQL has.';
     END IF;
     PERFORM sandbox_store_internal._check_writer($1, $1, $2, $3, now);
     UPDATE ONLY sandbox_store.leases l SET lease_expires_at = now + make_interval(secs => $4 / 1000.0)
@@ -354,6 +405,10 @@ DECLARE
     v_parent pg_catalog.text := $1 ->> 'parentCheckpointId';
     v_head pg_catalog.text;
 BEGIN
+    IF $6 IS NOT NULL AND NOT isfinite($6) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $6);
+    END IF;
     PERFORM sandbox_store_internal._checkpoint_valid($1);
     PERFORM sandbox_store_internal._check_writer(v_thread, $3, $4, $5, COALESCE($6, clock_timestamp()));
     IF EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
@@ -402,6 +457,10 @@ DECLARE
     head pg_catalog.text;
     gone record;
 BEGIN
+    IF $6 IS NOT NULL AND NOT isfinite($6) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $6);
+    END IF;
     PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     PERFORM sandbox_store_internal._checkpoint_id($2, 'checkpoint id', 1024);
     PERFORM sandbox_store_internal._check_writer($1, $3, $4, $5, COALESCE($6, clock_timestamp()));
@@ -445,6 +504,10 @@ DECLARE
     v_source pg_catalog.jsonb;
     v_copy pg_catalog.jsonb;
 BEGIN
+    IF $9 IS NOT NULL AND NOT isfinite($9) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $9);
+    END IF;
     PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     PERFORM sandbox_store_internal._checkpoint_id($2, 'checkpoint id', 1024);
     PERFORM sandbox_store_internal._checkpoint_id($3, 'thread id', 1000);
@@ -547,7 +610,7 @@ SELECT b.key, b.refcount FROM sandbox_store.checkpoint_blobs b ORDER BY b.key CO
 $$;
 
 COMMENT ON FUNCTION sandbox_store.checkpoint_acquire_writer(pg_catalog.text, pg_catalog.int8, pg_catalog.timestamptz) IS
-'Take the single checkpoint writer of a thread for lease_ms, without waiting: a claim (fence, owner_token, expires_at) on the thread''s reserved key. SBC05 if another unexpired writer holds it.';
+'Take the single checkpoint writer of a thread for lease_ms, without waiting: a claim (fence, owner_token, expires_at) on the thread''s reserved key, its fence above every fence the thread had. SBC05 if another unexpired writer holds it, or another transaction holds the writer at the moment.';
 COMMENT ON FUNCTION sandbox_store.checkpoint_renew_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.int8, pg_catalog.timestamptz) IS
 'Extend the thread''s writer to now + lease_ms while it is still the current, unexpired writer; SB001 otherwise.';
 COMMENT ON FUNCTION sandbox_store.checkpoint_release_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8) IS
