@@ -4,25 +4,29 @@
 # dist/: sandbox_store-VERSION.sql (the plain script, psql -f) and
 # sandbox_store-VERSION-pg_tle.sql (the pg_tle registration).
 
-EDITION_SOURCES = $(srcdir)/src/sql/build.sh $(wildcard $(srcdir)/src/sql/parts/*.sql) \
-	$(wildcard $(srcdir)/src/sql/sql-edition/*.sql) $(srcdir)/$(EXTENSION).control
+# The SQL edition's files build with no pg_config (a managed database's user
+# has no server development files): then PGXS, which sets srcdir, is not
+# included, and the sources are in the current directory.
+EDITION_SRCDIR = $(or $(srcdir),.)
+EDITION_SOURCES = $(EDITION_SRCDIR)/src/sql/build.sh $(wildcard $(EDITION_SRCDIR)/src/sql/parts/*.sql) \
+	$(wildcard $(EDITION_SRCDIR)/src/sql/sql-edition/*.sql) $(EDITION_SRCDIR)/$(EXTENSION).control
 SQL_EDITION = dist/$(EXTENSION)-$(EXT_VERSION).sql dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql
 
 .PHONY: sql-edition dist
 
 src/sql/$(EXTENSION)--$(EXT_VERSION).sql: $(EDITION_SOURCES)
-	$(srcdir)/src/sql/build.sh c $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+	$(EDITION_SRCDIR)/src/sql/build.sh c $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
 
 src/sql/%.sql: src/sql/%.sql.in $(EDITION_SOURCES)
-	$(srcdir)/src/sql/build.sh expand $< $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+	$(EDITION_SRCDIR)/src/sql/build.sh expand $< $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
 
 dist/$(EXTENSION)-$(EXT_VERSION).sql: $(EDITION_SOURCES)
 	@mkdir -p dist
-	$(srcdir)/src/sql/build.sh plain $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+	$(EDITION_SRCDIR)/src/sql/build.sh plain $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
 
 dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql: $(EDITION_SOURCES)
 	@mkdir -p dist
-	$(srcdir)/src/sql/build.sh pg_tle $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
+	$(EDITION_SRCDIR)/src/sql/build.sh pg_tle $(EXT_VERSION) > $@.tmp && mv $@.tmp $@
 
 # The SQL edition's files (also part of make dist).
 sql-edition: $(SQL_EDITION)
