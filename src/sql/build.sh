@@ -14,8 +14,9 @@
 # each has its own functions (functions-c.sql, functions-sql.sql).  The C
 # edition also has the guard, the event trigger and its function (an event
 # trigger needs a superuser); both have unsupported_changes().  The key
-# lock's class in pg_locks differs: the C edition's own objsubid 21314,
-# pg_advisory_xact_lock(bigint)'s 1.  The SQL edition's update scripts, once
+# lock's class in pg_locks (@KEY_LOCK_CLASS@, in the view key_locks) differs:
+# the C edition's own objsubid, SB_LOCK_CLASS of src/sandbox_store.h (read
+# from there, so it is written once), pg_advisory_xact_lock(bigint)'s 1.  The SQL edition's update scripts, once
 # there are any, are src/sql/sql-edition/sandbox_store--FROM--TO.sql: the
 # pg_tle registration carries them, and each is also a dist file of its own
 # for the plain script.
@@ -25,11 +26,17 @@ edition=$1
 version=$2
 parts=$(dirname "$0")/parts
 tag='$_sandbox_store_$'
+c_class=$(sed -n 's/^#define SB_LOCK_CLASS \(0x[0-9A-Fa-f]*\)$/\1/p' "$(dirname "$0")/../sandbox_store.h")
+if [ -z "$c_class" ]; then
+	echo "build.sh: no #define SB_LOCK_CLASS 0x... in src/sandbox_store.h" >&2
+	exit 1
+fi
+c_class=$((c_class))
 
 # The extension's objects, for the edition's functions.
 body() {
 	case $1 in
-	c) class=21314 files="schema key-locks edition functions-c draw-claim-fence-c checkpoints comments distribute guard-changes guard event-trigger grants" ;;
+	c) class=$c_class files="schema key-locks edition functions-c draw-claim-fence-c checkpoints comments distribute guard-changes guard event-trigger grants" ;;
 	*) class=1 files="schema key-locks edition functions-sql checkpoints comments distribute guard-changes grants" ;;
 	esac
 	for f in $files; do
@@ -48,7 +55,7 @@ expand)
 		"-- @include "*) cat "$parts/${line#-- @include }.sql" ;;
 		*) printf '%s\n' "$line" ;;
 		esac
-	done <"$in" | sed -e "s/@KEY_LOCK_CLASS@/21314/g" -e "s/@VERSION@/$version/g"
+	done <"$in" | sed -e "s/@KEY_LOCK_CLASS@/$c_class/g" -e "s/@VERSION@/$version/g"
 	;;
 c)
 	cat <<EOF

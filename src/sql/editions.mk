@@ -9,7 +9,8 @@
 # included, and the sources are in the current directory.
 EDITION_SRCDIR = $(or $(srcdir),.)
 EDITION_SOURCES = $(EDITION_SRCDIR)/src/sql/build.sh $(wildcard $(EDITION_SRCDIR)/src/sql/parts/*.sql) \
-	$(wildcard $(EDITION_SRCDIR)/src/sql/sql-edition/*.sql) $(EDITION_SRCDIR)/$(EXTENSION).control
+	$(wildcard $(EDITION_SRCDIR)/src/sql/sql-edition/*.sql) $(EDITION_SRCDIR)/$(EXTENSION).control \
+	$(EDITION_SRCDIR)/src/sandbox_store.h
 SQL_EDITION = dist/$(EXTENSION)-$(EXT_VERSION).sql dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql
 
 .PHONY: sql-edition dist
