@@ -12,6 +12,12 @@ BEGIN;
 SELECT * FROM sandbox_store.sandbox_ensure(key => 'e1', run_id => 'run-1');
 SELECT mode, granted, lock_id = sandbox_store.sandbox_lock_id('e1') AS key_lock
   FROM my_sb_locks;
+-- pg_locks itself: an advisory lock in the edition's key-lock class
+-- (docs/reference.md, "The per-key lock"), the key's lock id split into
+-- classid (high 32 bits) and objid (low 32 bits).
+SELECT mode, objsubid = pg_temp.sb_key_lock_class() AS key_lock_class,
+       (classid::bigint << 32 | objid::bigint) = sandbox_store.sandbox_lock_id('e1') AS key_lock_id
+  FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 SELECT key FROM sandbox_store.sandbox_upsert('e1', 'prov-x', 'sbx-e1', 'thread-e', latest_run_id => 'run-1',
                                              latest_snapshot_id => 'snap-e1');
 COMMIT;

@@ -60,8 +60,14 @@ stresscheck:
 	test/stress/run.sh
 	test/stress/rr_upsert.sh
 
+# The Perl TAP tests install the SQL edition's plain script too
+# (014_editions), from dist/: make builds it first (it needs no server).
+# PGXS's installcheck runs them as well, unless TAP_TESTS is emptied.
 tapcheck: sql-edition
 	$(prove_installcheck)
+ifneq ($(TAP_TESTS),)
+installcheck: sql-edition
+endif
 
 # On a citus coordinator and two workers of the server of PG_CONFIG (Citus
 # built into it by build-citus.sh: 13.2.2 on 15, 14.0.1 on 18).

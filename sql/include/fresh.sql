@@ -12,7 +12,9 @@
 --     extension script where 15 prints only the PL/pgSQL line);
 --   * pg_temp.err(q): run q, return 'ok' or 'SQLSTATE: message';
 --   * pg_temp.my_sb_locks: this backend's locks of the extension (mode,
---     granted, lock id), and pg_temp.sb_lock_count(): every backend's.
+--     granted, lock id), and pg_temp.sb_lock_count(): every backend's;
+--   * pg_temp.sb_key_lock_class(): the objsubid pg_locks shows for a key's
+--     lock in the installed edition (tests use key_locks, not the number).
 \i sql/include/reinstall.sql
 \set SHOW_CONTEXT never
 
@@ -34,5 +36,11 @@ CREATE TEMP VIEW my_sb_locks AS SELECT * FROM pg_temp.my_sb_locks();
 
 CREATE FUNCTION pg_temp.sb_lock_count() RETURNS bigint LANGUAGE sql AS $$
   SELECT count(*) FROM sandbox_store.key_locks
+$$;
+
+-- The C edition's own class, SB_LOCK_CLASS of src/sandbox_store.h (0x5342,
+-- ASCII "SB"); the SQL edition's is pg_advisory_xact_lock(bigint)'s.
+CREATE FUNCTION pg_temp.sb_key_lock_class() RETURNS int LANGUAGE sql AS $$
+  SELECT CASE WHEN edition = 'c' THEN 21314 ELSE 1 END FROM sandbox_store.edition()
 $$;
 \set ECHO all

@@ -21,22 +21,30 @@
 # each has its own functions (functions-c.sql, functions-sql.sql).  The C
 # edition also has the guard, the event trigger and its function (an event
 # trigger needs a superuser); both have unsupported_changes().  The key
-# lock's class in pg_locks differs: the C edition's own objsubid 21314,
-# pg_advisory_xact_lock(bigint)'s 1.  The SQL edition's update scripts, once
-# there are any, are src/sql/sql-edition/sandbox_store--FROM--TO.sql: the
-# pg_tle registration carries them, and each is also a dist file of its own
-# for the plain script.
+# lock's class in pg_locks (@KEY_LOCK_CLASS@, in the view key_locks) differs:
+# the C edition's own objsubid, SB_LOCK_CLASS of src/sandbox_store.h (read
+# from there, so it is written once), pg_advisory_xact_lock(bigint)'s 1.
+# The SQL edition's update scripts are
+# src/sql/sql-edition/sandbox_store--FROM--TO.sql.in: the pg_tle
+# registration carries them, and each is also a dist file of its own for the
+# plain script (plain-update).
 set -eu
 
 edition=$1
 version=$2
 parts=$(dirname "$0")/parts
 tag='$_sandbox_store_$'
+c_class=$(sed -n 's/^#define SB_LOCK_CLASS \(0x[0-9A-Fa-f]*\)$/\1/p' "$(dirname "$0")/../sandbox_store.h")
+if [ -z "$c_class" ]; then
+	echo "build.sh: no #define SB_LOCK_CLASS 0x... in src/sandbox_store.h" >&2
+	exit 1
+fi
+c_class=$((c_class))
 
 # The extension's objects, for the edition's functions.
 body() {
 	case $1 in
-	c) class=21314 files="schema internal-schema key-locks edition functions-c draw-claim-fence-c checkpoint-tables checkpoints comments distribute guard-changes guard event-trigger grants" ;;
+	c) class=$c_class files="schema internal-schema key-locks edition functions-c draw-claim-fence-c checkpoint-tables checkpoints comments distribute guard-changes guard event-trigger grants" ;;
 	*) class=1 files="schema internal-schema key-locks edition functions-sql checkpoint-tables checkpoints comments distribute guard-changes grants" ;;
 	esac
 	for f in $files; do
@@ -61,7 +69,7 @@ case $edition in
 expand)
 	# build.sh expand FILE.in VERSION [c|sql]
 	case ${4:-c} in
-	c) expand "$2" "$3" 21314 ;;
+	c) expand "$2" "$3" "$c_class" ;;
 	*) expand "$2" "$3" 1 ;;
 	esac
 	;;
@@ -193,7 +201,8 @@ pg_tle)
 --
 -- For a PostgreSQL server that cannot load the C library but has pg_tle
 -- (Amazon RDS and Aurora, Supabase).  Run it once per database as a role
--- with pgtle_admin (it needs no superuser), then CREATE EXTENSION:
+-- with pgtle_admin (it needs no superuser), in a database where pg_tle is
+-- created (CREATE EXTENSION pg_tle, per database), then CREATE EXTENSION:
 --
 --     psql -v ON_ERROR_STOP=1 -f sandbox_store-$version-pg_tle.sql
 --     psql -c 'CREATE EXTENSION sandbox_store'
@@ -205,6 +214,33 @@ pg_tle)
 
 BEGIN;
 SET LOCAL search_path = pg_catalog, pg_temp;
+
+-- pg_tle is an extension of each database, and registering needs the
+-- privileges of pgtle_admin: say so before anything else fails for want of
+-- either.
+DO \$\$
+DECLARE
+    admin pg_catalog.bool := pg_catalog.to_regrole('pgtle_admin') IS NOT NULL;
+BEGIN
+    IF pg_catalog.to_regnamespace('pgtle') IS NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'undefined_object',
+            MESSAGE = pg_catalog.format('pg_tle is not installed in database "%s"', pg_catalog.current_database()),
+            DETAIL = 'The SQL edition is registered with pg_tle, and pg_tle is created per database: CREATE EXTENSION pg_tle in another database does not count.',
+            HINT = 'Run CREATE EXTENSION pg_tle in this database, as a role that may create it (pg_tle must also be in shared_preload_libraries), then run this script again.';
+    END IF;
+    IF admin THEN
+        admin := pg_catalog.pg_has_role('pgtle_admin'::pg_catalog.name, 'USAGE');
+    END IF;
+    IF NOT admin THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = 'permission denied to register sandbox_store with pg_tle',
+            DETAIL = pg_catalog.format('Registering an extension with pg_tle needs the privileges of the role pgtle_admin, and role "%s" does not have them.', CURRENT_USER),
+            HINT = pg_catalog.format('Run this script as a role that has pgtle_admin, or have a role that may grant it run: GRANT pgtle_admin TO %I;', CURRENT_USER);
+    END IF;
+END
+\$\$;
 
 -- One edition per server: pg_tle cannot register a name the C edition's
 -- control file already uses.

@@ -14,6 +14,8 @@
 #         versions agree, and remakes the tree's dist/):
 #         dist/sandbox_store-<version>.zip holds exactly the tracked files
 #         under sandbox_store-<version>/;
+#         unpacked alone, with no pg_config (PG_CONFIG=/nonexistent), it
+#         makes the SQL edition's two files, the same as make dist's;
 #         unpacked alone in a temporary directory, it builds with PGXS,
 #         installs, and passes make installcheck (the regression and
 #         isolation suites).
@@ -198,6 +200,20 @@ check_pgxn() {
   (cd "$work/pgxn" && unzip -q "$zip")
   dir=$work/pgxn/$name
   [ "$(ls "$work/pgxn")" = "$name" ] || fail "dist/$name.zip has more than the top directory $name/"
+
+  # The SQL edition's two files build from the archive with no pg_config (a
+  # managed database's user has no server development files), the same as
+  # make dist's.
+  local ext_version f
+  ext_version=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$top/sandbox_store.control")
+  make -C "$dir" --no-print-directory sql-edition PG_CONFIG=/nonexistent >"$work/sql-edition.log" 2>&1 ||
+    { cat "$work/sql-edition.log"; fail "make sql-edition PG_CONFIG=/nonexistent failed in the archive"; }
+  for f in "sandbox_store-$ext_version.sql" "sandbox_store-$ext_version-pg_tle.sql"; do
+    [ -f "$dir/dist/$f" ] || fail "make sql-edition PG_CONFIG=/nonexistent made no dist/$f"
+    cmp -s "$dir/dist/$f" "$top/dist/$f" || fail "dist/$f made without pg_config differs from make dist's"
+  done
+  rm -r "$dir/dist"
+  say "with no pg_config, make sql-edition makes the SQL edition's two files, the same as make dist's"
   server_copy
   start_cluster
   not_available "before the archive is installed"

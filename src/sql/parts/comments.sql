@@ -25,7 +25,7 @@ COMMENT ON FUNCTION sandbox_store.sandbox_try_lock(pg_catalog.text) IS
 'Take the key''s lock until the transaction ends if it is free now: true if taken (or already held), false if another transaction holds it.';
 
 COMMENT ON FUNCTION sandbox_store.sandbox_lock_id(pg_catalog.text) IS
-'The 64-bit id of the key''s lock (FNV-1a of its bytes; stable forever). pg_locks shows it as classid (high 32 bits) and objid (low 32 bits) with locktype advisory and objsubid @KEY_LOCK_CLASS@.';
+'The 64-bit id of the key''s lock (FNV-1a of its bytes; stable forever): lock_id of the view key_locks, which lists who holds and who waits for each key''s lock. pg_locks shows it as classid (high 32 bits) and objid (low 32 bits) of an advisory lock.';
 
 COMMENT ON FUNCTION sandbox_store.sandbox_claim(pg_catalog.text, pg_catalog.interval, pg_catalog.interval) IS
 'Take a claim on key for lease, and nothing else (lease mode''s lock for any critical section): waits for the key like sandbox_ensure (wait; 55P03 if not obtained) and returns fence, owner_token and lease_expires_at.';
