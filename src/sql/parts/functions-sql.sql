@@ -381,6 +381,7 @@ $$;
 
 -- Take the key's lock with lock_timeout set to ms for this wait only (the
 -- SET clause restores the caller's value on the way out, also on error).
+-- ms must fit lock_timeout: 1 to 2147483647 (about 24.8 days).
 CREATE FUNCTION sandbox_store._lock_within(lock_id pg_catalog.int8, ms pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
@@ -485,18 +486,25 @@ BEGIN
                 -- PostgreSQL's own wait (lock_timeout, if set, ends it).
                 PERFORM pg_advisory_xact_lock(lock_id);
             ELSE
-                ms_left := ceil(extract(epoch FROM deadline - clock_timestamp()) * 1000);
-                IF ms_left <= 0 THEN
-                    IF NOT pg_try_advisory_xact_lock(lock_id) THEN
-                        PERFORM sandbox_store._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                -- lock_timeout holds at most 2147483647 ms (about 24.8
+                -- days): a longer wait waits in pieces of that length.
+                LOOP
+                    ms_left := ceil(extract(epoch FROM deadline - clock_timestamp()) * 1000);
+                    IF ms_left <= 0 THEN
+                        IF NOT pg_try_advisory_xact_lock(lock_id) THEN
+                            PERFORM sandbox_store._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                        END IF;
+                        EXIT;
                     END IF;
-                ELSE
                     BEGIN
-                        PERFORM sandbox_store._lock_within(lock_id, ms_left);
+                        PERFORM sandbox_store._lock_within(lock_id, LEAST(ms_left, 2147483647));
+                        EXIT;
                     EXCEPTION WHEN lock_not_available THEN
-                        PERFORM sandbox_store._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                        IF ms_left <= 2147483647 THEN
+                            PERFORM sandbox_store._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                        END IF;
                     END;
-                END IF;
+                END LOOP;
             END IF;
             IF rr THEN
                 PERFORM sandbox_store._probe_hidden(k, 'claim');
