@@ -48,6 +48,9 @@
 /* Longest text value a record (or a run id) may hold, in bytes. */
 #define SB_MAX_TEXT_BYTES 1024
 
+/* The first byte of the keys reserved for the extension's own claims. */
+#define SB_RESERVED_KEY_BYTE '\x01'
+
 /*
  * Advisory locks of this extension carry this value in the lock tag's
  * fourth field (pg_locks.objsubid).  PostgreSQL's own pg_advisory_* functions
@@ -105,6 +108,7 @@ typedef struct SbWait
 
 /* validate.c */
 extern text *sb_required_text(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern text *sb_required_key(FunctionCallInfo fcinfo, int argno);
 extern text *sb_optional_text(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern Interval *sb_optional_interval(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern Interval *sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname,
