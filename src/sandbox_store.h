@@ -140,12 +140,13 @@ typedef struct SbRelations
 {
 	Oid extension; /* sandbox_store itself */
 	Oid instances;
-	Oid leases;        /* InvalidOid before version 1.1 */
-	Oid fence_seq;     /* InvalidOid before version 1.1 */
-	bool claims;       /* the installed version has claims (1.1 and later) */
-	Oid owner;         /* of instances: the role statements run as */
-	bool citus;        /* the citus extension is installed */
-	bool row_security; /* enabled or forced on a managed table: refused */
+	Oid leases;                     /* InvalidOid before version 1.1 */
+	Oid fence_seq;                  /* InvalidOid before version 1.1 */
+	bool claims;                    /* the installed version has claims (1.1 and later) */
+	Oid owner;                      /* of instances: the role statements run as */
+	bool citus;                     /* the citus extension is installed */
+	bool row_security;              /* enabled and forced on a managed table: refused */
+	const char *row_security_table; /* the first such table, for the error */
 } SbRelations;
 
 extern void sb_catalog_init(void);
