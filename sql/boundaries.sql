@@ -131,8 +131,23 @@ SELECT b_wait_error($$SELECT sandbox_store.sandbox_claim('b-wait', lease => '1 m
 SELECT b_wait_error($$SELECT sandbox_store.sandbox_lock('b-wait')$$);
 RESET lock_timeout;
 SELECT b_wait_error($$SELECT sandbox_store.sandbox_lock('b-wait', wait => '50 ms')$$);
+-- A wait longer than lock_timeout can hold (2147483647 ms, about 24.8
+-- days) bounds nothing sooner: lock_timeout still ends it ...
+SET lock_timeout = '150ms';
+SELECT b_wait_error($$SELECT sandbox_store.sandbox_lock('b-wait', wait => '30 days')$$);
+RESET lock_timeout;
 SELECT sandbox_store.sandbox_release('b-wait', owner_token) FROM sandbox_store.claims WHERE key = 'b-wait';
 DROP FUNCTION b_wait_error(text);
+-- ... and a free key is taken with it (isolation spec ensure-wait: a key
+-- held by another transaction is waited for).
+BEGIN;
+SELECT sandbox_store.sandbox_lock('b-long-1', wait => '30 days');
+SELECT action FROM sandbox_store.sandbox_ensure('b-long-2', 'r', wait => '1 mon');
+SELECT fence > 0 AS claimed FROM sandbox_store.sandbox_claim('b-long-3', lease => '1 min', wait => '100 years');
+SELECT fence > 0 AS claimed FROM sandbox_store.sandbox_claim('b-long-4', lease => '1 min', wait => '24 days 20:31:23.648');
+SELECT count(*) AS key_locks FROM my_sb_locks WHERE granted;
+SHOW lock_timeout;
+ROLLBACK;
 
 -- A lock-mode call refuses to run while its transaction ends, which is when
 -- the rows of a WITH HOLD cursor not fetched before COMMIT are computed (the

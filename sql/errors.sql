@@ -145,6 +145,31 @@ INSERT INTO calls(q) VALUES
   ($$SELECT sandbox_store.sandbox_upsert('err-key', 'p', 's', 't', updated_at => 'infinity', fence => 0)$$),
   ($$SELECT sandbox_store.sandbox_upsert_release('err-key', 0, NULL, 's', 't', updated_at => 'infinity')$$);
 
+-- 22023: a reserved key (one that starts with E'\x01': the extension's own
+-- claims, such as a thread's checkpoint writer), in every function with a
+-- key argument, reads too.  Length is checked first; \x01 later in a key is
+-- ordinary.
+INSERT INTO calls(q) VALUES
+  ($$SELECT sandbox_store.sandbox_claim(E'\x01checkpoint-writer\x01err-t', '1 minute')$$),
+  ($$SELECT sandbox_store.sandbox_claim(E'\x01k', '1 minute', wait => '0')$$),
+  ($$SELECT sandbox_store.sandbox_ensure(E'\x01checkpoint-writer\x01err-t', 'r')$$),
+  ($$SELECT sandbox_store.sandbox_ensure(E'\x01k', 'r', lease => '1 minute')$$),
+  ($$SELECT sandbox_store.sandbox_lock(E'\x01k')$$),
+  ($$SELECT sandbox_store.sandbox_lock(E'\x01k', wait => '0')$$),
+  ($$SELECT sandbox_store.sandbox_try_lock(E'\x01k')$$),
+  ($$SELECT sandbox_store.sandbox_renew(E'\x01k', '00000000-0000-0000-0000-000000000000', '1 minute')$$),
+  ($$SELECT sandbox_store.sandbox_release(E'\x01k', '00000000-0000-0000-0000-000000000000')$$),
+  ($$SELECT sandbox_store.sandbox_upsert(E'\x01k', 'p', 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_upsert(E'\x01k', 'p', 's', 't', fence => 1)$$),
+  ($$SELECT sandbox_store.sandbox_upsert_release(E'\x01k', 1, 'p', 's', 't')$$),
+  ($$SELECT sandbox_store.sandbox_delete(E'\x01k')$$),
+  ($$SELECT sandbox_store.sandbox_delete(E'\x01k', fence => 1)$$),
+  ($$SELECT sandbox_store.sandbox_get(E'\x01k')$$),
+  ($$SELECT sandbox_store.sandbox_lock_id(E'\x01k')$$),
+  ($$SELECT sandbox_store.sandbox_lock_holder(E'\x01k')$$),
+  ($$SELECT sandbox_store.sandbox_ensure(E'\x01' || repeat('k', 1024), 'r')$$),
+  ($$SELECT sandbox_store.sandbox_lock_id(E'k\x01')$$);
+
 SELECT n, pg_temp.err(q) FROM calls ORDER BY n;
 
 -- Nothing changed and no lock was left.
@@ -173,6 +198,7 @@ SELECT sandbox_store.sandbox_delete('k', fence => 0);
 SELECT key FROM sandbox_store.sandbox_reap('-5 minutes');
 SELECT key FROM sandbox_store.sandbox_reap('5 minutes', 0);
 SELECT key FROM sandbox_store.sandbox_reap(NULL);
+SELECT sandbox_store.sandbox_claim(E'\x01checkpoint-writer\x01err-t', '1 minute');
 
 -- The same inside a transaction: the error aborts it, and its lock goes with it.
 BEGIN;

@@ -7,12 +7,12 @@
  *	  renamed schema or a look-alike table cannot redirect them), which of
  *	  them the installed version has (from pg_extension.extversion, never
  *	  from whether a relation of that name is found), who owns them (the
- *	  role statements run as), whether row-level security is on (refused),
- *	  whether a key has a nondeterministic collation (refused), whether
- *	  citus is installed, and whether the extension of a call in progress
- *	  was dropped while the call waited.  Also the errors for a missing
- *	  table, a moved schema, row-level security, such a collation, and a
- *	  call whose extension was dropped or updated under it.
+ *	  role statements run as), whether row-level security is forced on them
+ *	  (refused), whether a key has a nondeterministic collation (refused),
+ *	  whether citus is installed, and whether the extension of a call in
+ *	  progress was dropped while the call waited.  Also the errors for a
+ *	  missing table, a moved schema, row-level security, such a collation,
+ *	  and a call whose extension was dropped or updated under it.
  *
  * One cache, one invalidation callback (for pg_class, pg_attribute and
  * pg_namespace changes: CREATE EXTENSION citus and ALTER EXTENSION
@@ -43,9 +43,9 @@
 #include "utils/syscache.h"
 
 /*
- * The extension's relations, whether row-level security is on for a managed
- * table, and whether citus is installed: looked up again after any relation
- * or schema is created, dropped or renamed (which CREATE EXTENSION citus and
+ * The extension's relations, whether row-level security is forced on a
+ * managed table, and whether citus is installed: looked up again after any
+ * relation or schema is created, dropped or renamed (which CREATE EXTENSION citus and
  * ALTER EXTENSION sandbox_store UPDATE both do), or any column changed (a
  * key given another collation: the primary key is rebuilt too, but the
  * column's own change is what says so).  The installed version changes
@@ -72,7 +72,9 @@ sb_catalog_init(void)
 
 /*
  * What pg_class says of relid that every call needs: its owner (InvalidOid
- * for none) and whether row-level security is enabled or forced on it.
+ * for none) and whether row-level security applies to that owner: enabled
+ * and forced (enabled alone exempts the owner, and forced alone applies
+ * nothing, as PostgreSQL has it).
  */
 static void
 read_relation(Oid relid, Oid *owner, bool *row_security)
@@ -87,7 +89,7 @@ read_relation(Oid relid, Oid *owner, bool *row_security)
 	if (!HeapTupleIsValid(tuple))
 		return;
 	*owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	*row_security = ((Form_pg_class) GETSTRUCT(tuple))->relrowsecurity ||
+	*row_security = ((Form_pg_class) GETSTRUCT(tuple))->relrowsecurity &&
 					((Form_pg_class) GETSTRUCT(tuple))->relforcerowsecurity;
 	ReleaseSysCache(tuple);
 }
@@ -287,6 +289,7 @@ sb_relations(void)
 			read_relation(found.instances, &found.owner, &instances_rls);
 			read_relation(found.leases, &leases_owner, &leases_rls);
 			found.row_security = instances_rls || leases_rls;
+			found.row_security_table = instances_rls ? "instances" : (leases_rls ? "leases" : NULL);
 		}
 		if (invalidations == relations_invalidations)
 		{
@@ -396,21 +399,27 @@ sb_report_missing_table(const char *name)
 }
 
 /*
- * Row-level security on a managed table is refused, not half-applied: the
- * functions read and write the tables as their owner for every caller, so a
- * policy could only ever filter the owner, and the direct reads (which run
- * no query) would not see it at all.  Access is controlled by EXECUTE on the
- * functions instead.
+ * Row-level security forced on a managed table is refused, not half-applied.
+ * The functions read and write the tables as their owner for every caller,
+ * so they are treated as the owner's own statements are: enabled
+ * without FORCE, row-level security does not apply to the owner and calls
+ * run; forced, it would, but the direct reads (which run no query) could not apply a
+ * policy, and a policy could only ever filter the owner.  So a call fails as
+ * the owner's statement fails with row_security off, which is how the SQL
+ * edition's functions run: 42501 with PostgreSQL's message and hint.  (A
+ * superuser owner is refused too, where PostgreSQL would exempt it.)
  */
 void
 sb_report_row_security(void)
 {
 	ereport(
 		ERROR,
-		(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-		 errmsg("row-level security on the tables of sandbox_store is not supported"),
+		(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+		 errmsg("query would be affected by row-level security policy for table \"%s\"",
+				relations.row_security_table),
 		 errdetail(
-			 "The extension's functions read and write sandbox_store.instances and sandbox_store.leases as their owner for every caller, so a policy cannot tell callers apart."),
+			 "Row-level security is forced on sandbox_store.%s, and the extension's functions read and write it as its owner for every caller: they cannot apply a policy, and a policy could not tell callers apart.",
+			 relations.row_security_table),
 		 errhint(
-			 "Run ALTER TABLE ... DISABLE ROW LEVEL SECURITY (and NO FORCE ROW LEVEL SECURITY) on them, and grant EXECUTE on the functions only to the roles that may use them.")));
+			 "To disable the policy for the table's owner, use ALTER TABLE NO FORCE ROW LEVEL SECURITY.")));
 }

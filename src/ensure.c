@@ -189,7 +189,7 @@ ensure_srf(FunctionCallInfo fcinfo, bool api_1_1)
 		funcctx = SRF_FIRSTCALL_INIT();
 		oldcxt = MemoryContextSwitchTo(funcctx->multi_call_memory_ctx);
 
-		a.key = sb_required_text(fcinfo, 0, "key");
+		a.key = sb_required_key(fcinfo, 0);
 		a.run_id = sb_required_text(fcinfo, 1, "run_id");
 		a.max_age = sb_optional_interval(fcinfo, 2, "max_age");
 		a.provider = sb_optional_text(fcinfo, 3, "provider");

@@ -31,7 +31,7 @@ PG_FUNCTION_INFO_V1(sandbox_draw_claim_fence);
 Datum
 sandbox_lock(PG_FUNCTION_ARGS)
 {
-	text *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_key(fcinfo, 0);
 	Interval *wait_arg = sb_optional_interval(fcinfo, 1, "wait");
 	SbWait wait = sb_wait_from(wait_arg);
 
@@ -46,7 +46,7 @@ sandbox_lock(PG_FUNCTION_ARGS)
 Datum
 sandbox_try_lock(PG_FUNCTION_ARGS)
 {
-	text *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_key(fcinfo, 0);
 	SbClaim claim;
 
 	bool free;
@@ -74,7 +74,7 @@ sandbox_try_lock(PG_FUNCTION_ARGS)
 Datum
 sandbox_claim(PG_FUNCTION_ARGS)
 {
-	text *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_key(fcinfo, 0);
 	Interval *lease = sb_positive_interval(fcinfo, 1, "lease", true);
 	SbWait wait = sb_wait_from(sb_optional_interval(fcinfo, 2, "wait"));
 	TupleDesc desc;
@@ -111,7 +111,7 @@ Datum
 sandbox_renew(PG_FUNCTION_ARGS)
 {
 	TimestampTz expires = 0;
-	text *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_key(fcinfo, 0);
 	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
 	Interval *lease = sb_positive_interval(fcinfo, 2, "lease", true);
 	SbWait wait = sb_wait_from(NULL);
@@ -137,7 +137,7 @@ sandbox_renew(PG_FUNCTION_ARGS)
 Datum
 sandbox_release(PG_FUNCTION_ARGS)
 {
-	text *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_key(fcinfo, 0);
 	pg_uuid_t *token = sb_required_uuid(fcinfo, 1, "owner_token");
 	SbWait wait = sb_wait_from(NULL);
 

@@ -172,7 +172,7 @@ sb_fence_draw_unlock(LOCKMODE mode)
 Datum
 sandbox_lock_id(PG_FUNCTION_ARGS)
 {
-	text *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_key(fcinfo, 0);
 
 	PG_RETURN_INT64((int64) sb_lock_id(key));
 }
@@ -199,7 +199,7 @@ static SbStatement holder_stmt = {
 Datum
 sandbox_lock_holder(PG_FUNCTION_ARGS)
 {
-	text *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_key(fcinfo, 0);
 	uint64 id = sb_lock_id(key);
 	Datum args[4];
 	bool found;

@@ -48,6 +48,9 @@
 /* Longest text value a record (or a run id) may hold, in bytes. */
 #define SB_MAX_TEXT_BYTES 1024
 
+/* The first byte of the keys reserved for the extension's own claims. */
+#define SB_RESERVED_KEY_BYTE '\x01'
+
 /*
  * Advisory locks of this extension carry this value in the lock tag's
  * fourth field (pg_locks.objsubid).  PostgreSQL's own pg_advisory_* functions
@@ -105,6 +108,7 @@ typedef struct SbWait
 
 /* validate.c */
 extern text *sb_required_text(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern text *sb_required_key(FunctionCallInfo fcinfo, int argno);
 extern text *sb_optional_text(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern Interval *sb_optional_interval(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern Interval *sb_positive_interval(FunctionCallInfo fcinfo, int argno, const char *argname,
@@ -136,12 +140,13 @@ typedef struct SbRelations
 {
 	Oid extension; /* sandbox_store itself */
 	Oid instances;
-	Oid leases;        /* InvalidOid before version 1.1 */
-	Oid fence_seq;     /* InvalidOid before version 1.1 */
-	bool claims;       /* the installed version has claims (1.1 and later) */
-	Oid owner;         /* of instances: the role statements run as */
-	bool citus;        /* the citus extension is installed */
-	bool row_security; /* enabled or forced on a managed table: refused */
+	Oid leases;                     /* InvalidOid before version 1.1 */
+	Oid fence_seq;                  /* InvalidOid before version 1.1 */
+	bool claims;                    /* the installed version has claims (1.1 and later) */
+	Oid owner;                      /* of instances: the role statements run as */
+	bool citus;                     /* the citus extension is installed */
+	bool row_security;              /* enabled and forced on a managed table: refused */
+	const char *row_security_table; /* the first such table, for the error */
 } SbRelations;
 
 extern void sb_catalog_init(void);

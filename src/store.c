@@ -364,7 +364,7 @@ upsert(FunctionCallInfo fcinfo, const UpsertArgs *at)
 	bool fenced = false;
 	MemoryContext outer = CurrentMemoryContext;
 
-	args[Anum_instances_key - 1] = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
+	args[Anum_instances_key - 1] = PointerGetDatum(sb_required_key(fcinfo, 0));
 	if (at->fence < at->fields)
 		fenced = upsert_fence(fcinfo, at, &fence);
 	args[Anum_instances_provider - 1] =
@@ -451,7 +451,7 @@ statement_snapshot(void)
 Datum
 sandbox_get(PG_FUNCTION_ARGS)
 {
-	Datum key = PointerGetDatum(sb_required_text(fcinfo, 0, "key"));
+	Datum key = PointerGetDatum(sb_required_key(fcinfo, 0));
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	if (sb_direct_reads())
@@ -506,7 +506,7 @@ sandbox_list(PG_FUNCTION_ARGS)
 static Datum
 delete_record(FunctionCallInfo fcinfo)
 {
-	text *key = sb_required_text(fcinfo, 0, "key");
+	text *key = sb_required_key(fcinfo, 0);
 	Datum arg = PointerGetDatum(key);
 	SbWait wait = sb_wait_from(NULL);
 	int64 fence;

@@ -54,6 +54,26 @@ sb_required_text(FunctionCallInfo fcinfo, int argno, const char *argname)
 	return PG_GETARG_TEXT_PP(argno);
 }
 
+/*
+ * A key argument: as sb_required_text, and not reserved.  Keys that start
+ * with SB_RESERVED_KEY_BYTE (0x01) are the extension's own claims (a
+ * thread's checkpoint writer holds E'\x01checkpoint-writer\x01' || thread):
+ * no function that takes a key reads, takes or writes one.
+ */
+text *
+sb_required_key(FunctionCallInfo fcinfo, int argno)
+{
+	text *key = sb_required_text(fcinfo, argno, "key");
+
+	if (*VARDATA_ANY(key) == SB_RESERVED_KEY_BYTE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("key is reserved"),
+				 errdetail("Keys that start with E'\\x01' are reserved for the extension's own "
+						   "claims, such as the checkpoint writers'."),
+				 errhint("Use a key that does not start with the byte 0x01.")));
+	return key;
+}
+
 /* A text argument that may be NULL; when present, as sb_required_text. */
 text *
 sb_optional_text(FunctionCallInfo fcinfo, int argno, const char *argname)

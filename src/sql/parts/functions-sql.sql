@@ -41,7 +41,9 @@ BEGIN
 END
 $$;
 
--- A text argument that is NULL (when required), empty or over 1024 bytes.
+-- A text argument that is NULL (when required), empty or over 1024 bytes; a
+-- key that is reserved (starts with E'\x01': the extension's own claims, such
+-- as a thread's checkpoint writer on E'\x01checkpoint-writer\x01' || thread).
 CREATE FUNCTION sandbox_store_internal._bad_text(v pg_catalog.text, arg pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
@@ -55,6 +57,12 @@ BEGIN
     IF octet_length(v) = 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = format('%s must not be empty', arg);
+    END IF;
+    IF arg = 'key' AND octet_length(v) <= 1024 AND starts_with(v, E'\x01') THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'key is reserved',
+            DETAIL = 'Keys that start with E''\x01'' are reserved for the extension''s own claims, such as the checkpoint writers''.',
+            HINT = 'Use a key that does not start with the byte 0x01.';
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'string_data_right_truncation',
         MESSAGE = format('%s is too long', arg),
@@ -381,6 +389,7 @@ $$;
 
 -- Take the key's lock with lock_timeout set to ms for this wait only (the
 -- SET clause restores the caller's value on the way out, also on error).
+-- ms must fit lock_timeout: 1 to 2147483647 (about 24.8 days).
 CREATE FUNCTION sandbox_store_internal._lock_within(lock_id pg_catalog.int8, ms pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
@@ -485,18 +494,25 @@ BEGIN
                 -- PostgreSQL's own wait (lock_timeout, if set, ends it).
                 PERFORM pg_advisory_xact_lock(lock_id);
             ELSE
-                ms_left := ceil(extract(epoch FROM deadline - clock_timestamp()) * 1000);
-                IF ms_left <= 0 THEN
-                    IF NOT pg_try_advisory_xact_lock(lock_id) THEN
-                        PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                -- lock_timeout holds at most 2147483647 ms (about 24.8
+                -- days): a longer wait waits in pieces of that length.
+                LOOP
+                    ms_left := ceil(extract(epoch FROM deadline - clock_timestamp()) * 1000);
+                    IF ms_left <= 0 THEN
+                        IF NOT pg_try_advisory_xact_lock(lock_id) THEN
+                            PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                        END IF;
+                        EXIT;
                     END IF;
-                ELSE
                     BEGIN
-                        PERFORM sandbox_store_internal._lock_within(lock_id, ms_left);
+                        PERFORM sandbox_store_internal._lock_within(lock_id, LEAST(ms_left, 2147483647));
+                        EXIT;
                     EXCEPTION WHEN lock_not_available THEN
-                        PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                        IF ms_left <= 2147483647 THEN
+                            PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, NULL, NULL);
+                        END IF;
                     END;
-                END IF;
+                END LOOP;
             END IF;
             IF rr THEN
                 PERFORM sandbox_store_internal._probe_hidden(k, 'claim');
@@ -775,7 +791,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     PERFORM sandbox_store_internal._check_record_args($2, $3, $4, $5, $6, $7);
@@ -803,7 +819,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL THEN
@@ -826,7 +842,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     RETURN QUERY SELECT i.* FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) $1;
@@ -846,7 +862,7 @@ AS $$
 DECLARE
     deleted boolean;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 <= 0 THEN
@@ -905,7 +921,7 @@ DECLARE
     res sandbox_store.ensure_result;
     cutoff pg_catalog.timestamptz;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
@@ -977,7 +993,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NOT NULL THEN
@@ -996,7 +1012,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     RETURN sandbox_store_internal._try_take($1, sandbox_store_internal._lock_id($1));
@@ -1009,7 +1025,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     RETURN sandbox_store_internal._lock_id($1);
@@ -1031,7 +1047,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL THEN
@@ -1060,7 +1076,7 @@ AS $$
 DECLARE
     expires pg_catalog.timestamptz;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL THEN
@@ -1093,7 +1109,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NULL THEN
@@ -1177,7 +1193,7 @@ AS $$
 DECLARE
     holder pg_catalog.int4;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF pg_is_in_recovery() THEN
