@@ -11,6 +11,14 @@
 --    everything works and the records are intact.
 --
 \i sql/include/fresh.sql
+-- (The plain script makes no extension: there, CREATE EXTENSION says the
+-- extension is not available, with the server's control file path in its
+-- detail, which is left out.)
+\if :sb_plain
+\set sb_verbosity terse
+\else
+\set sb_verbosity default
+\endif
 SELECT key FROM sandbox_store.sandbox_upsert('sq-1', 'e2b', 'sbx-real', 'sq-t');
 DROP EXTENSION sandbox_store;
 DROP SCHEMA IF EXISTS sandbox_store;
@@ -25,7 +33,7 @@ CREATE SCHEMA sandbox_store;
 RESET ROLE;
 \set VERBOSITY sqlstate
 CREATE EXTENSION sandbox_store;
-\set VERBOSITY default
+\set VERBOSITY :sb_verbosity
 CREATE EXTENSION sandbox_store;
 SELECT count(*) AS extensions FROM pg_extension WHERE extname = 'sandbox_store';
 DROP SCHEMA sandbox_store;
@@ -34,7 +42,7 @@ CREATE SCHEMA sandbox_store_internal;
 RESET ROLE;
 \set VERBOSITY sqlstate
 CREATE EXTENSION sandbox_store;
-\set VERBOSITY default
+\set VERBOSITY :sb_verbosity
 SELECT count(*) AS extensions FROM pg_extension WHERE extname = 'sandbox_store';
 DROP SCHEMA sandbox_store_internal;
 DROP SCHEMA IF EXISTS sandbox_store;
@@ -43,6 +51,7 @@ DROP ROLE sq_mallory;
 
 -- A schema a superuser made beforehand is fine.
 CREATE SCHEMA sandbox_store;
+\set VERBOSITY :sb_verbosity
 CREATE EXTENSION sandbox_store;
 SELECT key FROM sandbox_store.sandbox_upsert('sq-1', 'e2b', 'sbx-real', 'sq-t');
 
@@ -57,7 +66,7 @@ SELECT key, provider_sandbox_id FROM sq_real.sandbox_get('sq-1');
 SELECT key FROM sq_real.sandbox_upsert('sq-2', 'e2b', 'sbx-new', 'sq-t');
 SELECT action FROM sq_real.sandbox_ensure('sq-1', 'run-1');
 SELECT key FROM sq_real.sandbox_list('sq-t');
-\set VERBOSITY default
+\set VERBOSITY :sb_verbosity
 SELECT (sq_real.sandbox_get('sq-1')).provider_sandbox_id;
 SELECT key, provider_sandbox_id FROM sandbox_store.instances ORDER BY key;
 DROP SCHEMA sandbox_store CASCADE;
