@@ -165,6 +165,7 @@ DO \$\$
 DECLARE
     installed pg_catalog.text;
     language pg_catalog.name;
+    owner_name pg_catalog.name;
 BEGIN
     SELECT e.extversion INTO installed
       FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'sandbox_store';
@@ -181,6 +182,19 @@ BEGIN
                                        CASE WHEN language OPERATOR(pg_catalog.=) 'c' THEN 'the C edition'
                                             ELSE 'the SQL edition, through pg_tle' END),
             HINT = 'Keep one edition per database: use ALTER EXTENSION sandbox_store UPDATE to change its version.';
+    END IF;
+    -- A schema sandbox_store this role cannot create in: most often the
+    -- empty one DROP EXTENSION leaves (CREATE EXTENSION made it, owned by
+    -- the role that created the extension).
+    SELECT r.rolname INTO owner_name
+      FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+     WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store';
+    IF owner_name IS NOT NULL AND NOT pg_catalog.has_schema_privilege('sandbox_store', 'CREATE') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('schema sandbox_store already exists and role %I cannot create in it', CURRENT_USER),
+            DETAIL = pg_catalog.format('It belongs to role %I.  DROP EXTENSION sandbox_store leaves the schema that CREATE EXTENSION made.', owner_name),
+            HINT = 'If it is empty, drop it as its owner or a superuser (DROP SCHEMA sandbox_store) and run this script again, as the reference''s "Moving between editions" describes.';
     END IF;
 END
 \$\$;
