@@ -176,6 +176,14 @@ export class SandboxCheckpointInvalidEntryError extends SandboxCheckpointError {
 
 const INVALID_ARGUMENT = new Set(['22004', '22023', '22001', '22007', '22008', '22021', '22P05']);
 
+/**
+ * What a 42501 (insufficient_privilege) adds to the server's message: the
+ * README's two GRANT lines, which the app role needs and nothing more.
+ */
+const GRANT_HINT =
+  'The role the pool connects as needs these two grants (run them as the extension owner, with that role for app): ' +
+  'GRANT USAGE ON SCHEMA sandbox_store TO app; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO app;';
+
 /** SQLSTATE of an error from node-postgres, if it has one. */
 export function sqlstateOf(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
@@ -195,6 +203,7 @@ export function toStoreError(error: unknown): SandboxStoreError {
   if (sqlstate === '55P03') return new LockNotAvailableError(message, options);
   if (sqlstate === '40P01') return new DeadlockError(message, options);
   if (sqlstate !== undefined && INVALID_ARGUMENT.has(sqlstate)) return new InvalidArgumentError(message, options);
+  if (sqlstate === '42501') return new SandboxStoreError(`${message}. ${GRANT_HINT}`, options);
   return new SandboxStoreError(message, options);
 }
 

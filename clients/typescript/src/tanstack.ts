@@ -79,11 +79,22 @@ export function provideSandboxStores(stores: SandboxStores): SandboxStoresMiddle
   return {
     name: 'sandbox-store',
     provides: [SandboxStoreCapability, LocksCapability],
-    setup(ctx) {
-      if (sandboxProvided(ctx)) {
+    async setup(ctx) {
+      const early = providedSandbox(ctx);
+      if (early !== undefined) {
+        // withSandbox ran first: its ensure used the in-memory fallbacks, so
+        // nothing recorded the sandbox it made. Destroy it (else every such
+        // run leaks one) before failing the run.
+        let destroyed = 'destroyed';
+        try {
+          await early.destroy?.();
+        } catch {
+          destroyed = 'could not destroy';
+        }
         throw new SandboxStoreError(
           'provideSandboxStores() runs after withSandbox(): the sandbox was already ensured without the ' +
-            'PostgreSQL stores; place it before withSandbox() in the middleware list, or use withDurableSandbox()',
+            `PostgreSQL stores (this run ${destroyed} it); place it before withSandbox() in the middleware list, ` +
+            'or use withDurableSandbox(). With defineDurableSandbox() this mistake fails before any provider call',
         );
       }
       locked.set(ctx, false);
@@ -110,6 +121,11 @@ export function provideSandboxStores(stores: SandboxStores): SandboxStoresMiddle
   };
 }
 
+/** A capability handle of any copy of @tanstack/ai: `[get, provide]` with its name. */
+type AnyCapability = readonly [(ctx: object, options: { optional: true }) => unknown, unknown] & {
+  capabilityName?: unknown;
+};
+
 /**
  * Whether a `withSandbox` already provided its sandbox in this run: by the
  * capability of this copy of @tanstack/ai-sandbox, or by its name in the
@@ -118,14 +134,33 @@ export function provideSandboxStores(stores: SandboxStores): SandboxStoresMiddle
  * read here only if it is there).
  */
 function sandboxProvided(ctx: { capabilities: object }): boolean {
-  if (SandboxCapability.has(ctx as Parameters<typeof SandboxCapability.has>[0])) return true;
+  return sandboxCapabilityOf(ctx) !== undefined;
+}
+
+function sandboxCapabilityOf(ctx: { capabilities: object }): AnyCapability | undefined {
+  if (SandboxCapability.has(ctx as Parameters<typeof SandboxCapability.has>[0]))
+    return SandboxCapability as unknown as AnyCapability;
   const provided = (ctx.capabilities as { provided?: unknown }).provided;
-  if (!(provided instanceof Set)) return false;
+  if (!(provided instanceof Set)) return undefined;
   for (const handle of provided) {
     if ((handle as { capabilityName?: unknown } | null)?.capabilityName === SandboxCapability.capabilityName)
-      return true;
+      return handle as AnyCapability;
   }
-  return false;
+  return undefined;
+}
+
+/** The sandbox a `withSandbox` (of any copy) provided in this run, if any: `{}` when its value cannot be read. */
+function providedSandbox(ctx: { capabilities: object }): { destroy?: () => Promise<void> } | undefined {
+  const capability = sandboxCapabilityOf(ctx);
+  if (capability === undefined) return undefined;
+  let handle: unknown;
+  try {
+    handle = typeof capability[0] === 'function' ? capability[0](ctx, { optional: true }) : undefined;
+  } catch {
+    handle = undefined;
+  }
+  const destroy = (handle as { destroy?: unknown } | null | undefined)?.destroy;
+  return typeof destroy === 'function' ? { destroy: () => (destroy as () => Promise<void>).call(handle) } : {};
 }
 
 /**
@@ -237,8 +272,20 @@ export function defineDurableSandbox(
 
   const ensure = async (ctx: SandboxEnsureContext): Promise<SandboxHandle> => {
     // This ensure locks through the pool itself, not through ctx.locks: tell
-    // provideSandboxStores' check that the run is covered.
-    if (ctx.locks !== undefined) markers.get(ctx.locks)?.();
+    // provideSandboxStores' check that the run is covered. Without the lock
+    // store provideSandboxStores hands out, that middleware comes after
+    // withSandbox (or belongs to another copy of @tanstack/ai-sandbox): its
+    // check would fail the run after this ensure, so fail it now, before any
+    // provider call.
+    const mark = ctx.locks !== undefined ? markers.get(ctx.locks) : undefined;
+    if (mark === undefined) {
+      throw new SandboxStoreError(
+        'defineDurableSandbox(): withSandbox() runs before provideSandboxStores() provided the PostgreSQL ' +
+          'stores (or they come from a second copy of @tanstack/ai-sandbox: npm ls @tanstack/ai-sandbox); ' +
+          'place provideSandboxStores() before withSandbox(), or use withDurableSandbox(). No provider call was made',
+      );
+    }
+    mark();
     const key = base.key(ctx);
     const caps = provider.capabilities();
     const snapshotAfterSetup =

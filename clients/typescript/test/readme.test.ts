@@ -9,14 +9,20 @@
  * store's interface), written from this package's restatement of it.
  * Names a block uses without defining (pool, sandbox, provider, key, ...)
  * are declared for all blocks.  A README that drifts fails here.
+ *
+ * The extension's README too: the SQL blocks of "Getting started" and "Lease
+ * mode" run in psql as written (ON_ERROR_STOP: a fence not its own claim's
+ * fails with SB001), and the results their comments name come out.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+
+import { TEST_DB } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url)); // build/test/ -> the package
 const pkgName = (JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { name: string }).name;
@@ -289,4 +295,39 @@ withSandbox(sandbox, { instances: {}, locks: {} })
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+/** The ```sql blocks of a section (from its heading to the next heading of any level) of the extension's README. */
+function extensionReadmeSql(heading: string): string {
+  const text = readFileSync(join(root, '..', '..', 'README.md'), 'utf8');
+  const start = text.indexOf(`\n${heading}\n`);
+  assert.ok(start >= 0, `the extension's README has "${heading}"`);
+  const rest = text.slice(start + heading.length + 2);
+  const section = rest.slice(0, rest.search(/\n#{1,6} /) === -1 ? undefined : rest.search(/\n#{1,6} /));
+  const blocks = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+  assert.ok(blocks.length > 0, `"${heading}" has a sql block`);
+  return blocks.join('\n');
+}
+
+test("the extension README's SQL examples run as written (psql), and say what they return", () => {
+  const script = [
+    "SELECT sandbox_store.sandbox_delete('t42/default/e2b');",
+    extensionReadmeSql('## Getting started'),
+    extensionReadmeSql('### Lease mode'),
+    "SELECT 'record: ' || provider_sandbox_id || ' ' || latest_run_id FROM sandbox_store.sandbox_get('t42/default/e2b');",
+    "SELECT sandbox_store.sandbox_delete('t42/default/e2b');",
+  ].join('\n');
+  const psql = spawnSync('psql', ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', TEST_DB], {
+    input: script,
+    encoding: 'utf8',
+  });
+  assert.equal(psql.error, undefined, String(psql.error));
+  assert.equal(psql.status, 0, `the README's SQL failed:\n${psql.stdout}${psql.stderr}`);
+  const lines = psql.stdout.split('\n');
+  // Getting started: create, resume stamped with run-2, then recreate with the old record.
+  assert.ok(lines.includes('create'), psql.stdout);
+  assert.ok(lines.includes('resume|sbx-9f3|run-2'), psql.stdout);
+  assert.ok(lines.includes('recreate|sbx-9f3'), psql.stdout);
+  // Lease mode: written with the fence its own ensure returned.
+  assert.ok(lines.includes('record: sbx-a1c run-4'), psql.stdout);
 });

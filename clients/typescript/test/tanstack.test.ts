@@ -13,12 +13,18 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
 import { createCapability } from '@tanstack/ai';
-import { SandboxCapability, provideSandbox, withSandbox, type SandboxHandle } from '@tanstack/ai-sandbox';
+import {
+  SandboxCapability,
+  defineSandbox,
+  provideSandbox,
+  withSandbox,
+  type SandboxHandle,
+} from '@tanstack/ai-sandbox';
 import type pg from 'pg';
 
 import { createInstanceStore, createLockStore, tanstackSandboxKey } from '../src/index.js';
 import { defineDurableSandbox, provideSandboxStores, withDurableSandbox } from '../src/tanstack.js';
-import { newPool, providerCalls, uniqueKey } from './helpers.js';
+import { logProviderCall, newPool, providerCalls, uniqueKey } from './helpers.js';
 import { fakeHandle, fakeSandbox, fakeSandboxConfig, runChat } from './tanstack-fakes.js';
 
 const APP = fileURLToPath(new URL('./tanstack-app.js', import.meta.url));
@@ -258,14 +264,49 @@ describe('wiring mistakes', () => {
     assert.equal(records[0]?.latestRunId, 'run-1');
   });
 
-  test('provideSandboxStores placed after withSandbox fails the run with a clear error', async () => {
+  test('provideSandboxStores placed after withSandbox fails the run with a clear error, and leaks no sandbox', async () => {
     const threadId = uniqueKey('tanstack-order');
     const stores = { instances: createInstanceStore(pool), locks: createLockStore(pool) };
-    const sandbox = fakeSandbox(pool, { threadId });
+    // 0.2.4's withSandbox creates from its setup, before this package sees the
+    // run: the check destroys the sandbox it made (handle.destroy, counted).
+    const config = fakeSandboxConfig(pool, { threadId });
+    const provider = config.provider;
+    const counted = {
+      ...provider,
+      create: async (options: Parameters<typeof provider.create>[0]) => {
+        const handle = await provider.create(options);
+        return { ...handle, destroy: () => logProviderCall(pool, threadId, 'destroy', handle.id) };
+      },
+    };
+    const sandbox = defineSandbox({ ...config, provider: counted });
+    for (const runId of ['run-1', 'run-2']) {
+      await assert.rejects(runChat(threadId, runId, [withSandbox(sandbox), provideSandboxStores(stores)]), {
+        name: 'SandboxStoreError',
+        message: /runs after withSandbox\(\).*destroyed it/,
+      });
+    }
+    const calls = await providerCalls(pool, threadId);
+    assert.equal(calls['destroy'], calls['create'], JSON.stringify(calls));
+    assert.deepStrictEqual(await threadRecords(pool, threadId), []);
+  });
+
+  test('defineDurableSandbox with withSandbox before provideSandboxStores fails before any provider call', async () => {
+    const threadId = uniqueKey('tanstack-order-durable');
+    const stores = { instances: createInstanceStore(pool), locks: createLockStore(pool) };
+    const sandbox = defineDurableSandbox(pool, fakeSandboxConfig(pool, { threadId }));
     await assert.rejects(runChat(threadId, 'run-1', [withSandbox(sandbox), provideSandboxStores(stores)]), {
       name: 'SandboxStoreError',
-      message: /runs after withSandbox\(\)/,
+      message: /before provideSandboxStores\(\).*No provider call was made/,
     });
+    await assert.rejects(runChat(threadId, 'run-2', [withSandbox(sandbox)]), {
+      name: 'SandboxStoreError',
+      message: /No provider call was made/,
+    });
+    assert.deepStrictEqual(await providerCalls(pool, threadId), { create: 0, resume: 0 });
+    assert.deepStrictEqual(await threadRecords(pool, threadId), []);
+    // In order, the same definition works.
+    assert.equal(await runChat(threadId, 'run-3', [provideSandboxStores(stores), withSandbox(sandbox)]), 'ok');
+    assert.deepStrictEqual(await providerCalls(pool, threadId), { create: 1, resume: 0 });
   });
 
   test('a withSandbox that ensures without the provided lock store (a version that ignores the capabilities) fails the run', async () => {
