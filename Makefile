@@ -15,7 +15,8 @@ DATA_built = src/sql/$(EXTENSION)--$(EXT_VERSION).sql \
 DATA = $(filter-out $(DATA_built),$(wildcard src/sql/$(EXTENSION)--*.sql))
 PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"
 
-PG_CPPFLAGS = -I$(srcdir)/src
+# The library's version is the control file's (src/sandbox_store.h, SB_LIBRARY_VERSION).
+PG_CPPFLAGS = -I$(srcdir)/src -DSB_LIBRARY_VERSION='"$(EXT_VERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-sign-compare -Wno-missing-field-initializers \
 	$(if $(filter 1,$(WERROR)),-Werror)
 
@@ -41,6 +42,7 @@ endif
 
 # Every object includes the shared header (PGXS tracks no header dependencies).
 $(OBJS): src/sandbox_store.h src/compat.h
+src/catalog.o: $(EXTENSION).control
 
 include src/sql/editions.mk
 include test/test.mk

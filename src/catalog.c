@@ -10,9 +10,11 @@
  *	  role statements run as), whether row-level security is forced on them
  *	  (refused), whether a key has a nondeterministic collation (refused),
  *	  whether citus is installed, and whether the extension of a call in
- *	  progress was dropped while the call waited.  Also the errors for a
- *	  missing table, a moved schema, row-level security, such a collation,
- *	  and a call whose extension was dropped or updated under it.
+ *	  progress was dropped while the call waited, and whether the installed
+ *	  version is newer than this library.  Also the errors for a missing
+ *	  table, a moved schema, row-level security, such a collation, a call
+ *	  whose extension was dropped or updated under it, and a library older
+ *	  than the installed extension.
  *
  * One cache, one invalidation callback (for pg_class, pg_attribute and
  * pg_namespace changes: CREATE EXTENSION citus and ALTER EXTENSION
@@ -25,6 +27,7 @@
 #include "sandbox_store.h"
 
 #include "access/genam.h"
+#include "access/xact.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -62,12 +65,139 @@ relations_changed(Datum arg, int cacheid, uint32 hashvalue)
 	relations_invalidations++;
 }
 
+/*
+ * Whether the installed version was compared with this library's since the
+ * current transaction began and since any function changed.  pg_extension
+ * has no cache whose invalidation would say that ALTER EXTENSION UPDATE ran,
+ * so the version is read again in every transaction that calls the
+ * extension (one index lookup), and also after any pg_proc change: an update
+ * replaces functions, so a transaction that was open when it committed sees
+ * it at its next call.
+ */
+static bool version_checked = false;
+
+static void
+version_unchecked(Datum arg, int cacheid, uint32 hashvalue)
+{
+	version_checked = false;
+}
+
+static void
+version_unchecked_at_end(XactEvent event, void *arg)
+{
+	version_checked = false;
+}
+
 void
 sb_catalog_init(void)
 {
 	CacheRegisterSyscacheCallback(RELNAMENSP, relations_changed, (Datum) 0);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, relations_changed, (Datum) 0);
 	CacheRegisterSyscacheCallback(ATTNUM, relations_changed, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, version_unchecked, (Datum) 0);
+	RegisterXactCallback(version_unchecked_at_end, NULL);
+}
+
+/*
+ * Whether version a is newer than version b: their dot-separated numbers
+ * compared from the left (a missing number is 0, so 1.4.1 is newer than 1.4).
+ */
+static bool
+version_newer(const char *a, const char *b)
+{
+	while (*a != '\0' || *b != '\0')
+	{
+		char *a_end;
+		char *b_end;
+		long na = strtol(a, &a_end, 10);
+		long nb = strtol(b, &b_end, 10);
+
+		if (na != nb)
+			return na > nb;
+		a = a_end;
+		b = b_end;
+		if (*a == '.')
+			a++;
+		else if (*a != '\0')
+			return false; /* not a version of ours: never taken for newer */
+		if (*b == '.')
+			b++;
+		else if (*b != '\0')
+			return false;
+	}
+	return false;
+}
+
+/*
+ * The session runs this library, and the extension in its database is at a
+ * newer version: ALTER EXTENSION UPDATE ran after the session loaded the
+ * library (a backend cannot load another one), or the new version's scripts
+ * were installed without its library.
+ */
+static void
+report_library_outdated(const char *installed)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SB_LIBRARY_OUTDATED),
+			 errmsg("the sandbox_store library loaded in this session is older than the installed "
+					"extension"),
+			 errdetail("This session runs the library of sandbox_store %s, and the extension in "
+					   "this database is at version %s: it was updated after the session loaded "
+					   "the library, and a session cannot load another.  The call was refused and "
+					   "changed nothing, so that no rule of %s is applied to version %s.",
+					   SB_LIBRARY_VERSION, installed, SB_LIBRARY_VERSION, installed),
+			 errhint("Reconnect: a new session loads the installed library (connection pools must "
+					 "replace the connections they opened before the update).  If a new session "
+					 "is refused too, install the library of version %s.",
+					 installed)));
+}
+
+/*
+ * Refuse (SB002) to serve a database whose installed sandbox_store is newer
+ * than this library.  Every SQL entry point calls it before it does
+ * anything; it reads pg_extension once per transaction (and again after a
+ * function changed), and otherwise costs a look at the invalidation queue.  A database at this
+ * version or an older one is served by that version's rules.
+ */
+void
+sb_check_library_version(void)
+{
+	Relation rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple tuple;
+	char *installed = NULL;
+
+	/*
+	 * A transaction that already ran a statement takes in invalidations only
+	 * when it locks something new: take them in here (cheap when none is
+	 * pending), or an update that committed meanwhile goes unseen.
+	 */
+	AcceptInvalidationMessages();
+	if (version_checked)
+		return;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("sandbox_store"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tuple = systable_getnext(scan);
+	if (HeapTupleIsValid(tuple))
+	{
+		bool isnull;
+		Datum version =
+			heap_getattr(tuple, Anum_pg_extension_extversion, RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			installed = TextDatumGetCString(version);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	/* no extension: the relations' lookup says so */
+	if (installed != NULL && version_newer(installed, SB_LIBRARY_VERSION))
+		report_library_outdated(installed);
+	if (installed != NULL)
+		pfree(installed);
+	version_checked = true;
 }
 
 /*
@@ -341,6 +471,7 @@ report_replaced_in_flight(void)
 void
 sb_call_begin(void)
 {
+	sb_check_library_version();
 	call_extension = sb_relations()->extension;
 	call_invalidations = SharedInvalidMessageCounter;
 }

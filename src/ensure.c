@@ -31,6 +31,9 @@
 PG_FUNCTION_INFO_V1(sandbox_ensure);
 PG_FUNCTION_INFO_V1(sandbox_ensure_1_1);
 
+/* The symbols the 1.4.1 scripts bind (SB_ENTRY_1_4_1). */
+SB_ENTRY_1_4_1(sandbox_ensure_1_1)
+
 /* Result columns: action, the record in Anum_instances_* order, then (1.1) the claim. */
 #define ENSURE_NATTS_1_0 (1 + Natts_instances)
 #define ENSURE_NATTS_1_1 (ENSURE_NATTS_1_0 + 3)

@@ -27,6 +27,14 @@ PG_FUNCTION_INFO_V1(sandbox_renew);
 PG_FUNCTION_INFO_V1(sandbox_release);
 PG_FUNCTION_INFO_V1(sandbox_draw_claim_fence);
 
+/* The symbols the 1.4.1 scripts bind (SB_ENTRY_1_4_1). */
+SB_ENTRY_1_4_1(sandbox_lock)
+SB_ENTRY_1_4_1(sandbox_try_lock)
+SB_ENTRY_1_4_1(sandbox_claim)
+SB_ENTRY_1_4_1(sandbox_renew)
+SB_ENTRY_1_4_1(sandbox_release)
+SB_ENTRY_1_4_1(sandbox_draw_claim_fence)
+
 /* sandbox_lock(key text, wait interval DEFAULT NULL) RETURNS void */
 Datum
 sandbox_lock(PG_FUNCTION_ARGS)

@@ -51,6 +51,10 @@
 PG_FUNCTION_INFO_V1(sandbox_lock_id);
 PG_FUNCTION_INFO_V1(sandbox_lock_holder);
 
+/* The symbols the 1.4.1 scripts bind (SB_ENTRY_1_4_1). */
+SB_ENTRY_1_4_1(sandbox_lock_id)
+SB_ENTRY_1_4_1(sandbox_lock_holder)
+
 #define FNV64_OFFSET_BASIS UINT64CONST(0xcbf29ce484222325)
 #define FNV64_PRIME        UINT64CONST(0x100000001b3)
 
@@ -174,6 +178,8 @@ sandbox_lock_id(PG_FUNCTION_ARGS)
 {
 	text *key = sb_required_key(fcinfo, 0);
 
+	/* it runs no statement (sb_spi_connect checks for the others) */
+	sb_check_library_version();
 	PG_RETURN_INT64((int64) sb_lock_id(key));
 }
 

@@ -28,6 +28,9 @@
 
 PG_FUNCTION_INFO_V1(sandbox_reap);
 
+/* The symbols the 1.4.1 scripts bind (SB_ENTRY_1_4_1). */
+SB_ENTRY_1_4_1(sandbox_reap)
+
 #define IDLE_CONDITION "updated_at OPERATOR(pg_catalog.<) $1"
 
 /*

@@ -32,14 +32,29 @@
 #include "sandbox_store.h"
 
 #include "fmgr.h"
+#include "utils/guc.h"
 
 PG_MODULE_MAGIC;
 
 void _PG_init(void);
 
+/*
+ * sandbox_store.max_checkpoint_bytes: the largest checkpoint the checkpoint
+ * functions (SQL, src/sql/parts/checkpoints.sql) work on; they read it with
+ * current_setting, as in the SQL edition, where it is a placeholder.
+ * Defined here so that it has a type, a unit and who may set it.
+ */
+static int max_checkpoint_bytes = 0;
+
 void
 _PG_init(void)
 {
+	DefineCustomIntVariable(
+		"sandbox_store.max_checkpoint_bytes",
+		"The largest checkpoint sandbox_store's checkpoint functions accept, in bytes.",
+		"A larger checkpoint is refused with SBC08 before it is processed: an append takes "
+		"several times the checkpoint's size in backend memory.  0: no limit.",
+		&max_checkpoint_bytes, 0, 0, INT_MAX, PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
 	sb_catalog_init();
 	sb_direct_init();
 	sb_result_init();

@@ -69,6 +69,37 @@
 /* SQLSTATE SB001: a fenced write or renew whose claim has ended (released or taken over). */
 #define ERRCODE_SB_CLAIM_LOST MAKE_SQLSTATE('S', 'B', '0', '0', '1')
 
+/*
+ * SQLSTATE SB002: the library loaded in the session is older than the
+ * extension's installed version (catalog.c, sb_check_library_version).
+ */
+#define ERRCODE_SB_LIBRARY_OUTDATED MAKE_SQLSTATE('S', 'B', '0', '0', '2')
+
+/*
+ * The version of this library: the control file's default_version, which
+ * the Makefile passes in.  The library serves a database at this version or
+ * any older one, and refuses a newer one.
+ */
+#ifndef SB_LIBRARY_VERSION
+#define SB_LIBRARY_VERSION "unknown"
+#endif
+
+/*
+ * SB_ENTRY_1_4_1(fn): the SQL entry point fn also under the symbol fn_v1_4_1,
+ * which the 1.4.1 scripts bind.  The 1.4 library has no such symbol, so a
+ * session that loaded it before ALTER EXTENSION ... UPDATE TO '1.4.1' fails
+ * its next call ("could not find function", 42883) instead of running 1.4's
+ * code against 1.4.1; libraries from 1.4.1 on check the installed version
+ * themselves (SB002).  The unsuffixed symbols stay for databases at 1.0 to
+ * 1.4.
+ */
+#define SB_ENTRY_1_4_1(fn)                                                                         \
+	PG_FUNCTION_INFO_V1(fn##_v1_4_1);                                                              \
+	Datum fn##_v1_4_1(PG_FUNCTION_ARGS)                                                            \
+	{                                                                                              \
+		return fn(fcinfo);                                                                         \
+	}
+
 /* One record, as read from or written to the table. */
 typedef struct SbRecord
 {
@@ -150,6 +181,7 @@ typedef struct SbRelations
 } SbRelations;
 
 extern void sb_catalog_init(void);
+extern void sb_check_library_version(void);
 extern void sb_call_begin(void);
 extern void sb_call_end(void);
 extern void sb_call_check(void);

@@ -37,6 +37,13 @@ PG_FUNCTION_INFO_V1(sandbox_delete);
 PG_FUNCTION_INFO_V1(sandbox_delete_1_1);
 PG_FUNCTION_INFO_V1(sandbox_list);
 
+/* The symbols the 1.4.1 scripts bind (SB_ENTRY_1_4_1). */
+SB_ENTRY_1_4_1(sandbox_upsert_1_1)
+SB_ENTRY_1_4_1(sandbox_upsert_release)
+SB_ENTRY_1_4_1(sandbox_get)
+SB_ENTRY_1_4_1(sandbox_delete_1_1)
+SB_ENTRY_1_4_1(sandbox_list)
+
 /* The record columns, in Anum_instances_* order. */
 #define RECORD_COLUMNS                                                                             \
 	"key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, "                          \

@@ -50,6 +50,40 @@ BEGIN
 END
 $$;
 
+-- A checkpoint larger than the setting sandbox_store.max_checkpoint_bytes
+-- (none or 0: no limit) is refused with SBC08 before anything else reads
+-- it: working on a checkpoint takes many times its size in memory.  size
+-- is its jsonb value's size as pg_column_size gives it.  The setting is
+-- read as text in both editions (the C library defines it in bytes, shown
+-- with a unit such as 100MB or 1000B; the SQL edition reads whatever was
+-- set).
+CREATE FUNCTION sandbox_store_internal._checkpoint_size(size pg_catalog.int8, what pg_catalog.text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    setting pg_catalog.text := btrim(current_setting('sandbox_store.max_checkpoint_bytes', true));
+    max_bytes pg_catalog.int8;
+BEGIN
+    IF setting IS NULL OR setting OPERATOR(pg_catalog.=) '' THEN
+        RETURN;
+    END IF;
+    BEGIN
+        max_bytes := pg_size_bytes(regexp_replace(setting, '^([0-9]+) *B$', '\1 bytes'));
+    EXCEPTION WHEN invalid_parameter_value OR numeric_value_out_of_range THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = format('invalid value for sandbox_store.max_checkpoint_bytes: %s', to_jsonb(setting)),
+            DETAIL = 'It is a size in bytes, with or without a unit (kB, MB, GB), such as 104857600 or 100MB; 0 means no limit.',
+            HINT = 'Set it to a valid size, or RESET it.';
+    END;
+    IF max_bytes OPERATOR(pg_catalog.>) 0 AND size OPERATOR(pg_catalog.>) max_bytes THEN
+        PERFORM sandbox_store_internal._invalid_entry(
+            format('%s is %s bytes; sandbox_store.max_checkpoint_bytes allows at most %s.', what, size, max_bytes));
+    END IF;
+END
+$$;
+
 -- Check a checkpoint before it is stored: its ids (SBC07), then its fields
 -- and entries (SBC08).
 CREATE FUNCTION sandbox_store_internal._checkpoint_valid(c pg_catalog.jsonb)
@@ -409,6 +443,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $6);
     END IF;
+    PERFORM sandbox_store_internal._checkpoint_size(pg_column_size($1), 'The checkpoint');
     PERFORM sandbox_store_internal._checkpoint_valid($1);
     PERFORM sandbox_store_internal._check_writer(v_thread, $3, $4, $5, COALESCE($6, clock_timestamp()));
     IF EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
@@ -520,6 +555,9 @@ BEGIN
         PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb($1)),
             'A fork makes the first checkpoint of another thread.');
     END IF;
+    -- (its stored size, read before the checkpoint itself)
+    PERFORM sandbox_store_internal._checkpoint_size(pg_column_size(c.checkpoint), 'The source checkpoint')
+       FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $2;
     SELECT c.checkpoint INTO v_source FROM sandbox_store.checkpoints c
      WHERE c.id OPERATOR(pg_catalog.=) $2;
     IF v_source IS NULL THEN

@@ -1,5 +1,8 @@
 -- The functions.  Each binds the C symbol of its signature (a symbol
--- without a version suffix is the signature's first: 1.0 or 1.1).
+-- without a version suffix is the signature's first: 1.0 or 1.1), under the
+-- name _v1_4_1 that the 1.4 library does not have: a session still running
+-- the 1.4 library after the update fails its next call instead of running
+-- 1.4's code (docs/upgrading.md, "Connections opened before an update").
 
 CREATE FUNCTION sandbox_store.sandbox_upsert(
     key pg_catalog.text,
@@ -11,7 +14,7 @@ CREATE FUNCTION sandbox_store.sandbox_upsert(
     updated_at pg_catalog.timestamptz DEFAULT pg_catalog.now(),
     fence pg_catalog.int8 DEFAULT NULL)
 RETURNS sandbox_store.instances
-AS 'MODULE_PATHNAME', 'sandbox_upsert_1_1'
+AS 'MODULE_PATHNAME', 'sandbox_upsert_1_1_v1_4_1'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION sandbox_store.sandbox_upsert_release(
@@ -24,24 +27,24 @@ CREATE FUNCTION sandbox_store.sandbox_upsert_release(
     latest_run_id pg_catalog.text DEFAULT NULL,
     updated_at pg_catalog.timestamptz DEFAULT pg_catalog.now())
 RETURNS sandbox_store.instances
-AS 'MODULE_PATHNAME', 'sandbox_upsert_release'
+AS 'MODULE_PATHNAME', 'sandbox_upsert_release_v1_4_1'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION sandbox_store.sandbox_get(key pg_catalog.text)
 RETURNS SETOF sandbox_store.instances
-AS 'MODULE_PATHNAME', 'sandbox_get'
+AS 'MODULE_PATHNAME', 'sandbox_get_v1_4_1'
 LANGUAGE C STABLE ROWS 1;
 
 CREATE FUNCTION sandbox_store.sandbox_delete(
     key pg_catalog.text,
     fence pg_catalog.int8 DEFAULT NULL)
 RETURNS pg_catalog.bool
-AS 'MODULE_PATHNAME', 'sandbox_delete_1_1'
+AS 'MODULE_PATHNAME', 'sandbox_delete_1_1_v1_4_1'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION sandbox_store.sandbox_list(thread_id pg_catalog.text)
 RETURNS SETOF sandbox_store.instances
-AS 'MODULE_PATHNAME', 'sandbox_list'
+AS 'MODULE_PATHNAME', 'sandbox_list_v1_4_1'
 LANGUAGE C STABLE ROWS 4;
 
 CREATE FUNCTION sandbox_store.sandbox_ensure(
@@ -52,24 +55,24 @@ CREATE FUNCTION sandbox_store.sandbox_ensure(
     wait pg_catalog.interval DEFAULT NULL,
     lease pg_catalog.interval DEFAULT NULL)
 RETURNS SETOF sandbox_store.ensure_result
-AS 'MODULE_PATHNAME', 'sandbox_ensure_1_1'
+AS 'MODULE_PATHNAME', 'sandbox_ensure_1_1_v1_4_1'
 LANGUAGE C VOLATILE ROWS 1;
 
 CREATE FUNCTION sandbox_store.sandbox_lock(
     key pg_catalog.text,
     wait pg_catalog.interval DEFAULT NULL)
 RETURNS pg_catalog.void
-AS 'MODULE_PATHNAME', 'sandbox_lock'
+AS 'MODULE_PATHNAME', 'sandbox_lock_v1_4_1'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION sandbox_store.sandbox_try_lock(key pg_catalog.text)
 RETURNS pg_catalog.bool
-AS 'MODULE_PATHNAME', 'sandbox_try_lock'
+AS 'MODULE_PATHNAME', 'sandbox_try_lock_v1_4_1'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION sandbox_store.sandbox_lock_id(key pg_catalog.text)
 RETURNS pg_catalog.int8
-AS 'MODULE_PATHNAME', 'sandbox_lock_id'
+AS 'MODULE_PATHNAME', 'sandbox_lock_id_v1_4_1'
 LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 CREATE FUNCTION sandbox_store.sandbox_claim(
@@ -80,7 +83,7 @@ RETURNS TABLE (
     fence pg_catalog.int8,
     owner_token pg_catalog.uuid,
     lease_expires_at pg_catalog.timestamptz)
-AS 'MODULE_PATHNAME', 'sandbox_claim'
+AS 'MODULE_PATHNAME', 'sandbox_claim_v1_4_1'
 LANGUAGE C VOLATILE ROWS 1;
 
 CREATE FUNCTION sandbox_store.sandbox_renew(
@@ -88,24 +91,24 @@ CREATE FUNCTION sandbox_store.sandbox_renew(
     owner_token pg_catalog.uuid,
     lease pg_catalog.interval)
 RETURNS pg_catalog.timestamptz
-AS 'MODULE_PATHNAME', 'sandbox_renew'
+AS 'MODULE_PATHNAME', 'sandbox_renew_v1_4_1'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION sandbox_store.sandbox_release(
     key pg_catalog.text,
     owner_token pg_catalog.uuid)
 RETURNS pg_catalog.bool
-AS 'MODULE_PATHNAME', 'sandbox_release'
+AS 'MODULE_PATHNAME', 'sandbox_release_v1_4_1'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION sandbox_store.sandbox_reap(
     idle_for pg_catalog.interval,
     max_rows pg_catalog.int4 DEFAULT 100)
 RETURNS SETOF sandbox_store.instances
-AS 'MODULE_PATHNAME', 'sandbox_reap'
+AS 'MODULE_PATHNAME', 'sandbox_reap_v1_4_1'
 LANGUAGE C VOLATILE;
 
 CREATE FUNCTION sandbox_store.sandbox_lock_holder(key pg_catalog.text)
 RETURNS pg_catalog.int4
-AS 'MODULE_PATHNAME', 'sandbox_lock_holder'
+AS 'MODULE_PATHNAME', 'sandbox_lock_holder_v1_4_1'
 LANGUAGE C VOLATILE;

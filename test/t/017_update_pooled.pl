@@ -1,0 +1,337 @@
+# 017_update_pooled.pl
+#
+# An update must not leave old rules running in a connection that a pool
+# kept open across it (docs/upgrading.md, "Connections opened before an
+# update").  Each part keeps a BackgroundPsql session open across the update,
+# as an app server's pool keeps its connections:
+#
+#   C edition, 1.4 -> 1.4.1 (SB_EDITION unset): the released 1.4 library is
+#     built from git (the 1.4 release commit) with the pg_config on PATH and
+#     put into a private copy of the server, where a pooled session loads it.
+#     The 1.4.1 library is then installed (a new file, as make install does)
+#     and serves the database still at 1.4 by 1.4's rules (a released fence
+#     gets SB001) in new sessions; ALTER EXTENSION ... UPDATE TO '1.4.1';
+#     a claim is taken and released in a new session, whose fence a new
+#     session cannot write with (SB001); the pooled session, still running
+#     the 1.4 library, cannot either: every C function of 1.4.1 is bound to
+#     a symbol the 1.4 library does not have (42883, could not find
+#     function), and nothing is stored.  A new session works.
+#   C edition, the 1.4.1 library's own check: a pooled session of the 1.4.1
+#     library, the installed version made newer than the library (the
+#     catalog edited, as a newer update would leave it): the next call is
+#     refused with SB002, in a new transaction and within an open one (after
+#     the update replaced a function); the same version again and it works.
+#   SQL edition (plain script in every run; pg_tle too when SB_EDITION is
+#     pg_tle): a pooled session that ran the 1.4 functions (their plans
+#     cached) calls them after the 1.4 -> 1.4.1 update: the bodies are
+#     1.4.1's (edition() says 1.4.1, the checkpoint functions call the moved
+#     helpers), and the released fence is refused (SB001).
+
+use strict;
+use warnings FATAL => 'all';
+
+use File::Basename qw(dirname);
+use File::Copy qw(copy);
+use File::Path qw(make_path);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use SandboxStoreTest;
+use Test::More;
+
+my $root = "$FindBin::RealBin/../..";
+my $edition = $ENV{SB_EDITION} // 'c';
+
+# The commit of the 1.4 release.
+my $release_1_4 = 'a198ec5bc1fdbb137821009909677a99e306b249';
+
+# git only reads the repository here: let it read a clone that another user
+# owns (the suites run as postgres on a copy that root made).
+$ENV{GIT_CONFIG_COUNT} = 1;
+$ENV{GIT_CONFIG_KEY_0} = 'safe.directory';
+$ENV{GIT_CONFIG_VALUE_0} = '*';
+
+# ($stderr, $stdout) of $sql in BackgroundPsql session $h, with SQLSTATEs.
+sub bg_run
+{
+	my ($h, $sql) = @_;
+	$h->{stderr} = '';
+	my $out = $h->query("\\set VERBOSITY verbose\n$sql");
+	return ($h->{stderr}, $out);
+}
+
+sub sqlstate_in
+{
+	my ($err) = @_;
+	return $err eq '' ? 'ok' : ($err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : "no SQLSTATE in: $err");
+}
+
+# A claim taken and released in a session of its own: its fence.
+sub released_fence
+{
+	my ($node, $db, $key) = @_;
+	return $node->safe_psql(
+		$db, qq{
+SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 minute') \\gset
+SELECT sandbox_store.sandbox_release('$key', owner_token) FROM sandbox_store.claims WHERE key = '$key' \\g /dev/null
+SELECT :fence});
+}
+
+my $upsert = q{SELECT key FROM sandbox_store.sandbox_upsert('%s', 'prov', 'sbx-%s', 'thread-1', fence => %s)};
+
+sub c_edition
+{
+	my $pg_config = 'pg_config';
+	my %dir = map { $_ => scalar(`$pg_config --$_`) } qw(bindir pkglibdir sharedir);
+	chomp(%dir);
+	die "pg_config on PATH answers nothing" unless $dir{bindir};
+	my $tmp = PostgreSQL::Test::Utils::tempdir();
+
+	# The 1.4 library, built from the release commit.
+	my $src = "$tmp/src-1.4";
+	make_path($src);
+	system_or_bail("git -C '$root' archive --format=tar $release_1_4 | tar -x -C '$src'");
+	system_or_bail('make', '-s', '-C', $src, "PG_CONFIG=$pg_config", 'sandbox_store.so');
+
+	# A private copy of the server (each directory at the same path under
+	# $inst: the server finds its lib and share directories relative to its
+	# binaries), with this tree's files as make install left them.
+	my $inst = "$tmp/inst";
+	for my $d (values %dir)
+	{
+		make_path("$inst$d");
+		system_or_bail('cp', '-a', "$d/.", "$inst$d");
+	}
+	my $lib = "$inst$dir{pkglibdir}/sandbox_store.so";
+	my $new_lib = "$tmp/sandbox_store-1.4.1.so";
+	copy($lib, $new_lib) or die "copy $lib: $!";
+	# Installed as make install does: a new file under the library's name
+	# (never written over the file a running backend has mapped).
+	my $install_lib = sub {
+		my ($from) = @_;
+		copy($from, "$lib.new") or die "copy $from: $!";
+		rename("$lib.new", $lib) or die "rename to $lib: $!";
+	};
+	$install_lib->("$src/sandbox_store.so");
+
+	my $node = PostgreSQL::Test::Cluster->new('pooled_c', install_path => dirname($dir{bindir}) =~ s{^}{$inst}r);
+	$node->init;
+	$node->start;
+	$node->safe_psql('postgres', "CREATE EXTENSION sandbox_store VERSION '1.4'");
+
+	# (1) A pooled connection loads the 1.4 library.
+	my $pooled = $node->background_psql('postgres', on_error_stop => 0);
+	$pooled->query_safe(q{SELECT count(*) FROM sandbox_store.sandbox_get('k')});
+
+	# (2) The 1.4.1 library is installed: it serves the database still at
+	# 1.4 by 1.4's rules, in a new session.
+	$install_lib->($new_lib);
+	my $fence = released_fence($node, 'postgres', 'before-update');
+	is(sqlstate_of($node, sprintf($upsert, 'before-update', 'x', $fence)),
+		'SB001', 'the 1.4.1 library at 1.4: a released fence is refused (SB001)');
+	my $live = $node->safe_psql('postgres', q{SELECT fence FROM sandbox_store.sandbox_claim('live-1.4', '1 minute')});
+	is(sqlstate_of($node, sprintf($upsert, 'live-1.4', 'a', $live)),
+		'ok', 'the 1.4.1 library at 1.4: a live claim\'s fence writes');
+	is( $node->safe_psql('postgres', q{SELECT provider_sandbox_id FROM sandbox_store.sandbox_get('live-1.4')}),
+		'sbx-a', 'the 1.4.1 library at 1.4: the record was stored');
+
+	# A second pooled session loads the 1.4.1 library at 1.4.
+	my $pooled_new = $node->background_psql('postgres', on_error_stop => 0);
+	$pooled_new->query_safe(q{SELECT count(*) FROM sandbox_store.sandbox_get('k')});
+
+	$node->safe_psql('postgres', q{ALTER EXTENSION sandbox_store UPDATE TO '1.4.1'});
+	is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'}),
+		'1.4.1', 'updated to 1.4.1');
+
+	# (3) A claim taken and released in a new session; a new session
+	# writing with its fence gets SB001.
+	$fence = released_fence($node, 'postgres', 'released');
+	is(sqlstate_of($node, sprintf($upsert, 'released', 'new', $fence)),
+		'SB001', 'a new session cannot write with the released fence (SB001)');
+
+	# (4) The pooled session of the 1.4 library cannot either.
+	my ($err) = bg_run($pooled, sprintf($upsert, 'released', 'old', $fence));
+	is(sqlstate_in($err), '42883', 'the 1.4 library\'s session: the fenced upsert fails (42883)');
+	like($err, qr/could not find function "sandbox_upsert_1_1_v1_4_1" in file/,
+		'... because 1.4.1 binds a symbol the 1.4 library does not have');
+	($err) = bg_run($pooled, q{SELECT count(*) FROM sandbox_store.sandbox_get('released')});
+	is(sqlstate_in($err), '42883', 'the 1.4 library\'s session: a read fails too (42883)');
+	($err) = bg_run($pooled,
+		q{SELECT count(*) FROM sandbox_store.checkpoint_acquire_writer('thread-1', 60000)});
+	like($err, qr/could not find function "sandbox_draw_claim_fence_v1_4_1" in file/,
+		'the 1.4 library\'s session: checkpoint_acquire_writer fails the same way');
+	is($node->safe_psql('postgres', q{SELECT count(*) FROM sandbox_store.instances WHERE key = 'released'}),
+		'0', 'nothing was stored with the released fence');
+
+	# The 1.4.1 library's session goes on across the update, by 1.4.1's rules.
+	($err) = bg_run($pooled_new, sprintf($upsert, 'released', 'pooled-new', $fence));
+	is(sqlstate_in($err), 'SB001', 'the 1.4.1 library\'s pooled session: the released fence is refused (SB001)');
+	($err) = bg_run($pooled_new, sprintf($upsert, 'live-1.4', 'b', $live));
+	is(sqlstate_in($err), 'ok', 'the 1.4.1 library\'s pooled session: a live fence writes');
+
+	# Reconnecting is the way out.
+	$pooled->quit;
+	$pooled = $node->background_psql('postgres', on_error_stop => 0);
+	($err) = bg_run($pooled, sprintf($upsert, 'released', 'reconnected', $fence));
+	is(sqlstate_in($err), 'SB001', 'reconnected: the released fence is refused (SB001)');
+
+	# The 1.4.1 library's own check: the installed version newer than the
+	# library (as the next update will leave it).
+	my $set_version = sub {
+		my ($v) = @_;
+		$node->safe_psql('postgres',
+			"UPDATE pg_catalog.pg_extension SET extversion = '$v' WHERE extname = 'sandbox_store'");
+	};
+	$set_version->('1.4.2');
+	($err) = bg_run($pooled_new, sprintf($upsert, 'live-1.4', 'c', $live));
+	is(sqlstate_in($err), 'SB002', 'installed 1.4.2, library 1.4.1: the next transaction\'s write is refused (SB002)');
+	like(
+		$err,
+		qr/the sandbox_store library loaded in this session is older than the installed extension.*DETAIL:.*library of sandbox_store 1\.4\.1.*version 1\.4\.2.*HINT:\s+Reconnect/s,
+		'... with the versions and the hint to reconnect');
+	for my $call (
+		q{SELECT count(*) FROM sandbox_store.sandbox_get('live-1.4')},
+		q{SELECT sandbox_store.sandbox_lock_id('live-1.4')},
+		q{SELECT count(*) FROM sandbox_store.checkpoint_acquire_writer('thread-2', 60000)})
+	{
+		($err) = bg_run($pooled_new, $call);
+		is(sqlstate_in($err), 'SB002', "installed 1.4.2, library 1.4.1: refused: $call");
+	}
+	is(sqlstate_of($node, q{SELECT count(*) FROM sandbox_store.sandbox_get('live-1.4')}),
+		'SB002', 'a new session of the 1.4.1 library is refused as well');
+
+	# Within a transaction that was open when the update committed: the
+	# update replaced a function, and the next call sees it.
+	$set_version->('1.4.1');
+	($err) = bg_run($pooled_new, q{BEGIN; SELECT count(*) FROM sandbox_store.sandbox_get('live-1.4');});
+	is(sqlstate_in($err), 'ok', 'library and extension at 1.4.1 again: calls work');
+	$node->safe_psql('postgres', q{
+BEGIN;
+UPDATE pg_catalog.pg_extension SET extversion = '1.4.2' WHERE extname = 'sandbox_store';
+ALTER FUNCTION sandbox_store.sandbox_get(text) ROWS 2;
+COMMIT;});
+	($err) = bg_run($pooled_new, sprintf($upsert, 'live-1.4', 'd', $live));
+	is(sqlstate_in($err), 'SB002', 'an update committed during an open transaction: its next call is refused (SB002)');
+	bg_run($pooled_new, 'ROLLBACK');
+	$set_version->('1.4.1');
+	($err) = bg_run($pooled_new, sprintf($upsert, 'live-1.4', 'e', $live));
+	is(sqlstate_in($err), 'ok', 'the same version again: the pooled session writes');
+	is( $node->safe_psql('postgres', q{SELECT provider_sandbox_id FROM sandbox_store.sandbox_get('live-1.4')}),
+		'sbx-e', 'the write landed');
+
+	$pooled->quit;
+	$pooled_new->quit;
+	$node->stop;
+	return;
+}
+
+# The SQL edition: $install runs the 1.4 script(s) in $db, $update the
+# 1.4 -> 1.4.1 update; $psql_as connects as the installing role.
+sub sql_edition
+{
+	my ($node, $db, $how, $install, $update) = @_;
+	$install->();
+	my $pooled = $node->background_psql($db, on_error_stop => 0);
+	my ($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
+	is($out, '1.4', "$how: the pooled session runs 1.4");
+	# Plans of the 1.4 functions cached in the session, the checkpoint
+	# functions' included.
+	my $live = $node->safe_psql($db, q{SELECT fence FROM sandbox_store.sandbox_claim('live', '1 minute')});
+	for (1 .. 2)
+	{
+		($err) = bg_run($pooled, sprintf($upsert, 'live', 'a', $live));
+		is(sqlstate_in($err), 'ok', "$how: the pooled session writes at 1.4");
+		($err) = bg_run($pooled,
+			sprintf(q{SELECT count(*) FROM sandbox_store.checkpoint_acquire_writer('thread-%s', 60000)}, "old-$_"));
+		is(sqlstate_in($err), 'ok', "$how: the pooled session takes the checkpoint writer at 1.4");
+	}
+
+	$update->();
+	my $fence = released_fence($node, $db, 'released');
+	is(sqlstate_of_db($node, $db, sprintf($upsert, 'released', 'new', $fence)),
+		'SB001', "$how: a new session cannot write with the released fence (SB001)");
+
+	($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
+	is($out, '1.4.1', "$how: the pooled session runs 1.4.1's bodies after the update");
+	($err) = bg_run($pooled, sprintf($upsert, 'released', 'old', $fence));
+	is(sqlstate_in($err), 'SB001', "$how: the pooled session cannot write with the released fence (SB001)");
+	($err) = bg_run($pooled,
+		q{SELECT count(*) FROM sandbox_store.checkpoint_acquire_writer('thread-new', 60000)});
+	is(sqlstate_in($err), 'ok',
+		"$how: the pooled session's checkpoint_acquire_writer runs 1.4.1's body (the moved helpers)");
+	is( $node->safe_psql(
+			$db,
+			q{SELECT count(*) FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace AND proname LIKE '\_%'}),
+		'0', "$how: no helper is left in schema sandbox_store");
+	($err) = bg_run($pooled, sprintf($upsert, 'live', 'b', $live));
+	is(sqlstate_in($err), 'ok', "$how: the pooled session writes with a live fence");
+	$pooled->quit;
+	return;
+}
+
+sub sqlstate_of_db
+{
+	my ($node, $db, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql($db, "\\set VERBOSITY verbose\n$sql");
+	return 'ok' if $ret == 0;
+	return $err =~ /ERROR:\s+([0-9A-Z]{5}):/ ? $1 : "no SQLSTATE in: $err";
+}
+
+if ($edition eq 'c')
+{
+	if (system("git -C '$root' cat-file -e $release_1_4^{commit} 2>/dev/null") != 0)
+	{
+		# A tree without its history (the release archive): only the SQL
+		# edition's part can run.
+		note "no git history: the C edition's part is skipped";
+	}
+	else
+	{
+		c_edition();
+	}
+}
+
+# The SQL edition: the plain script in every run, pg_tle when SB_EDITION is
+# pg_tle.
+my $node = PostgreSQL::Test::Cluster->new('pooled_sql');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'pg_tle'") if $edition eq 'pg_tle';
+$node->start;
+$node->safe_psql('postgres', q{CREATE ROLE owner LOGIN; CREATE DATABASE plain OWNER owner;});
+my $old = "$root/test/upgrade/sql-edition-1.4";
+my ($plain_update) = glob("$root/dist/sandbox_store--1.4--1.4.1.sql");
+BAIL_OUT('no plain update script in dist/: run make sql-edition') unless defined $plain_update;
+my $run_file = sub {
+	my ($db, $file) = @_;
+	my ($r, $o, $e) = $node->psql($db, undef,
+		extra_params => [ '-U', 'owner', '-v', 'ON_ERROR_STOP=1', '-f', $file ]);
+	die "$file in $db failed: $e" if $r;
+};
+{
+	local $ENV{PGUSER} = 'owner';
+	sql_edition(
+		$node, 'plain', 'plain',
+		sub { $run_file->('plain', "$old/sandbox_store-1.4.sql") },
+		sub { $run_file->('plain', $plain_update) });
+}
+if ($edition eq 'pg_tle')
+{
+	my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
+	$node->safe_psql('postgres', q{CREATE DATABASE tle OWNER owner});
+	$node->safe_psql('tle', 'CREATE EXTENSION pg_tle; GRANT pgtle_admin TO owner');
+	local $ENV{PGUSER} = 'owner';
+	sql_edition(
+		$node, 'tle', 'pg_tle',
+		sub {
+			$run_file->('tle', "$old/sandbox_store-1.4-pg_tle.sql");
+			$node->safe_psql('tle', 'CREATE EXTENSION sandbox_store');
+		},
+		sub {
+			$run_file->('tle', $tle_script);
+			$node->safe_psql('tle', 'ALTER EXTENSION sandbox_store UPDATE');
+		});
+}
+$node->stop;
+
+done_testing();
