@@ -1,4 +1,4 @@
-# 017_update_pooled.pl
+# 018_update_pooled.pl
 #
 # An update must not leave old rules running in a connection that a pool
 # kept open across it (docs/upgrading.md, "Connections opened before an
