@@ -27,7 +27,6 @@
 #include "sandbox_store.h"
 
 #include "access/genam.h"
-#include "access/xact.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -67,23 +66,18 @@ relations_changed(Datum arg, int cacheid, uint32 hashvalue)
 
 /*
  * Whether the installed version was compared with this library's since the
- * current transaction began and since any function changed.  pg_extension
- * has no cache whose invalidation would say that ALTER EXTENSION UPDATE ran,
- * so the version is read again in every transaction that calls the
- * extension (one index lookup), and also after any pg_proc change: an update
- * replaces functions, so a transaction that was open when it committed sees
- * it at its next call.
+ * session's first call and since any function changed.  pg_extension has no
+ * cache whose invalidation would say that ALTER EXTENSION UPDATE ran, but
+ * every update script makes the extension's C functions again (from 1.4.1
+ * each binds a symbol of its version), which invalidates pg_proc in every
+ * backend: the version is read again (one index lookup) at the next call
+ * after any pg_proc change, also in a transaction that was open when the
+ * update committed, and never on the hot path otherwise.
  */
 static bool version_checked = false;
 
 static void
 version_unchecked(Datum arg, int cacheid, uint32 hashvalue)
-{
-	version_checked = false;
-}
-
-static void
-version_unchecked_at_end(XactEvent event, void *arg)
 {
 	version_checked = false;
 }
@@ -95,7 +89,6 @@ sb_catalog_init(void)
 	CacheRegisterSyscacheCallback(NAMESPACEOID, relations_changed, (Datum) 0);
 	CacheRegisterSyscacheCallback(ATTNUM, relations_changed, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, version_unchecked, (Datum) 0);
-	RegisterXactCallback(version_unchecked_at_end, NULL);
 }
 
 /*
@@ -155,9 +148,10 @@ report_library_outdated(const char *installed)
 /*
  * Refuse (SB002) to serve a database whose installed sandbox_store is newer
  * than this library.  Every SQL entry point calls it before it does
- * anything; it reads pg_extension once per transaction (and again after a
- * function changed), and otherwise costs a look at the invalidation queue.  A database at this
- * version or an older one is served by that version's rules.
+ * anything; it reads pg_extension at the session's first call and again
+ * after a function changed, and otherwise costs a look at the invalidation
+ * queue.  A database at this version or an older one is served by that
+ * version's rules.
  */
 void
 sb_check_library_version(void)
