@@ -3,9 +3,10 @@
  * keys.c
  *	  The SQL functions that take a key and do nothing else, in lock mode
  *	  (sandbox_lock, sandbox_try_lock) and in lease mode (sandbox_claim,
- *	  sandbox_renew, sandbox_release); and the fence of a claim that SQL
- *	  code takes itself (sandbox_store._draw_claim_fence, for the
- *	  checkpoint writers).
+ *	  sandbox_renew, sandbox_release); and for the checkpoint writers, which
+ *	  SQL code takes itself, the fence of a claim
+ *	  (sandbox_store_internal._draw_claim_fence) and the lock of a thread's
+ *	  first writer (sandbox_store_internal._try_writer_lock).
  *
  * Each checks its arguments (validate.c), takes the key as take.c says
  * (waiting for its lock and for a live claim, or not at all), and reads or
@@ -26,6 +27,7 @@ PG_FUNCTION_INFO_V1(sandbox_claim);
 PG_FUNCTION_INFO_V1(sandbox_renew);
 PG_FUNCTION_INFO_V1(sandbox_release);
 PG_FUNCTION_INFO_V1(sandbox_draw_claim_fence);
+PG_FUNCTION_INFO_V1(sandbox_try_writer_lock_v1_4_1);
 
 /* The symbols the 1.4.1 scripts bind (SB_ENTRY_1_4_1). */
 SB_ENTRY_1_4_1(sandbox_lock)
@@ -177,4 +179,20 @@ sandbox_draw_claim_fence(PG_FUNCTION_ARGS)
 	fence = sb_draw_claim_fence(above);
 	sb_spi_finish();
 	PG_RETURN_INT64(fence);
+}
+
+/*
+ * sandbox_store_internal._try_writer_lock(k text) RETURNS boolean: the lock
+ * of key k (a thread's reserved writer key), taken as sandbox_try_lock takes
+ * a key's lock, in the extension's own lock class: at once or not at all,
+ * held until the transaction ends.  checkpoint_acquire_writer takes it for
+ * a thread that has no writer row yet, so that two first acquirers never
+ * wait for each other's insert; no application lock can hold it.  Internal:
+ * granted to nobody.  New in 1.4.1, so it has only the 1.4.1 symbol.
+ */
+Datum
+sandbox_try_writer_lock_v1_4_1(PG_FUNCTION_ARGS)
+{
+	sb_check_library_version();
+	PG_RETURN_BOOL(sb_advisory_lock(PG_GETARG_TEXT_PP(0), true));
 }

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * sandbox_store.c
- *	  Module entry of the sandbox_store extension: the magic block and
- *	  _PG_init.  Each responsibility lives in a file of its own, and calls
+ *	  Module entry of the sandbox_store extension: the magic block,
+ *	  _PG_init and the setting sandbox_store.max_checkpoint_bytes.  Each responsibility lives in a file of its own, and calls
  *	  go down this list only (no two files call each other):
  *
  *	  SQL entry points and decisions
@@ -40,11 +40,24 @@ void _PG_init(void);
 
 /*
  * sandbox_store.max_checkpoint_bytes: the largest checkpoint the checkpoint
- * functions (SQL, src/sql/parts/checkpoints.sql) work on; they read it with
- * current_setting, as in the SQL edition, where it is a placeholder.
- * Defined here so that it has a type, a unit and who may set it.
+ * functions (SQL, src/sql/parts/checkpoints.sql) work on.  Defined here so
+ * that it has a type, a unit and who may set it (superusers); the checkpoint
+ * functions read it through sandbox_store_internal._max_checkpoint_bytes(),
+ * below, never with current_setting: in a session that has not loaded the
+ * library yet, the name is a placeholder any role may set, and calling the
+ * function loads the library, which drops such a value.
  */
 static int max_checkpoint_bytes = 0;
+
+PG_FUNCTION_INFO_V1(sandbox_max_checkpoint_bytes_v1_4_1);
+
+/* sandbox_store_internal._max_checkpoint_bytes() RETURNS bigint (0: no limit) */
+Datum
+sandbox_max_checkpoint_bytes_v1_4_1(PG_FUNCTION_ARGS)
+{
+	sb_check_library_version();
+	PG_RETURN_INT64((int64) max_checkpoint_bytes);
+}
 
 void
 _PG_init(void)

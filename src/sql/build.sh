@@ -44,7 +44,7 @@ c_class=$((c_class))
 # The extension's objects, for the edition's functions.
 body() {
 	case $1 in
-	c) class=$c_class files="schema internal-schema key-locks edition functions-c draw-claim-fence-c checkpoint-tables checkpoints comments distribute guard-changes guard event-trigger grants" ;;
+	c) class=$c_class files="schema internal-schema key-locks edition functions-c internal-c checkpoint-tables checkpoints comments distribute guard-changes guard event-trigger grants" ;;
 	*) class=1 files="schema internal-schema key-locks edition functions-sql checkpoint-tables checkpoints comments distribute guard-changes grants" ;;
 	esac
 	for f in $files; do

@@ -51,32 +51,19 @@ END
 $$;
 
 -- A checkpoint larger than the setting sandbox_store.max_checkpoint_bytes
--- (none or 0: no limit) is refused with SBC08 before anything else reads
--- it: working on a checkpoint takes many times its size in memory.  size
--- is its jsonb value's size as pg_column_size gives it.  The setting is
--- read as text in both editions (the C library defines it in bytes, shown
--- with a unit such as 100MB or 1000B; the SQL edition reads whatever was
--- set).
+-- (0: no limit) is refused with SBC08 before anything else reads it:
+-- working on a checkpoint takes many times its size in memory.  size is its
+-- jsonb value's size as pg_column_size gives it.  Each edition reads the
+-- setting in _max_checkpoint_bytes() (the C edition's library defines it,
+-- for superusers; the SQL edition parses the text anyone may set).
 CREATE FUNCTION sandbox_store_internal._checkpoint_size(size pg_catalog.int8, what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    setting pg_catalog.text := btrim(current_setting('sandbox_store.max_checkpoint_bytes', true));
-    max_bytes pg_catalog.int8;
+    max_bytes pg_catalog.int8 := sandbox_store_internal._max_checkpoint_bytes();
 BEGIN
-    IF setting IS NULL OR setting OPERATOR(pg_catalog.=) '' THEN
-        RETURN;
-    END IF;
-    BEGIN
-        max_bytes := pg_size_bytes(regexp_replace(setting, '^([0-9]+) *B$', '\1 bytes'));
-    EXCEPTION WHEN invalid_parameter_value OR numeric_value_out_of_range THEN
-        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = format('invalid value for sandbox_store.max_checkpoint_bytes: %s', to_jsonb(setting)),
-            DETAIL = 'It is a size in bytes, with or without a unit (kB, MB, GB), such as 104857600 or 100MB; 0 means no limit.',
-            HINT = 'Set it to a valid size, or RESET it.';
-    END;
     IF max_bytes OPERATOR(pg_catalog.>) 0 AND size OPERATOR(pg_catalog.>) max_bytes THEN
         PERFORM sandbox_store_internal._invalid_entry(
             format('%s is %s bytes; sandbox_store.max_checkpoint_bytes allows at most %s.', what, size, max_bytes));
@@ -294,7 +281,6 @@ DECLARE
     k pg_catalog.text;
     now pg_catalog.timestamptz := COALESCE($3, clock_timestamp());
     cur record;
-    h pg_catalog.int8;
 BEGIN
     PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
     IF $2 IS NULL OR $2 <= 0 THEN
@@ -314,17 +300,14 @@ BEGIN
     -- Never wait: the writer's lease row is locked at once, or another
     -- transaction is acquiring, renewing, releasing or writing with it and
     -- has not ended (SBC05, whatever it does next).  A thread without a
-    -- lease row yet: its first acquirers also take a lock of the thread's
-    -- own (an advisory lock on two halves of a hash of the key, until the
-    -- transaction ends), at once or not at all, so that none waits for
-    -- another's insert of the row.
+    -- lease row yet: its first acquirers also take the writer key's lock
+    -- (_try_writer_lock, until the transaction ends), at once or not at
+    -- all, so that none waits for another's insert of the row.
     BEGIN
         SELECT l.fence, l.owner_token, l.lease_expires_at INTO cur
           FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE NOWAIT;
         IF NOT FOUND THEN
-            h := hashtextextended(k COLLATE "C", 0);
-            IF NOT pg_try_advisory_xact_lock((h OPERATOR(pg_catalog.>>) 32)::pg_catalog.int4,
-                                             (h OPERATOR(pg_catalog.&) 2147483647)::pg_catalog.int4) THEN
+            IF NOT sandbox_store_internal._try_writer_lock(k) THEN
                 RAISE EXCEPTION USING ERRCODE = 'lock_not_available';
             END IF;
             -- (a row committed since the first look)
