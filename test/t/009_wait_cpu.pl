@@ -11,7 +11,9 @@
 # and one that spun without sleeping would burn the whole 2 s.  The sleep
 # bound tells backoff from fast polling; the CPU bound (in clock ticks, so
 # no float rounding decides it) tells sleeping from spinning, with room for
-# a loaded machine (a backing-off waiter was measured at 0-3 ticks there).
+# a loaded machine: a backing-off waiter was measured at 1-6 ticks on an idle
+# one and at 8 on a machine running other suites at the same time, a
+# spinning one takes all 200.
 
 use strict;
 use warnings FATAL => 'all';
@@ -30,7 +32,7 @@ plan skip_all => 'needs /proc' unless -r "/proc/$$/stat";
 my $CLK_TCK = POSIX::sysconf(POSIX::_SC_CLK_TCK());
 my $WAIT = 2.0;            # seconds each call waits
 my $MAX_SLEEPS = 200;      # voluntary context switches over the wait
-my $MAX_CPU = 0.05;        # seconds of CPU over the wait (2.5%; spinning costs 2 s)
+my $MAX_CPU = 0.25;        # seconds of CPU over the wait (12.5%; spinning costs 2 s)
 
 my $node = PostgreSQL::Test::Cluster->new('wait_cpu');
 $node->init;
