@@ -183,6 +183,14 @@ BEGIN
                                             ELSE 'the SQL edition, through pg_tle' END),
             HINT = 'Keep one edition per database: use ALTER EXTENSION sandbox_store UPDATE to change its version.';
     END IF;
+    -- The script makes two schemas: the role needs CREATE on the database.
+    IF NOT pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('role %I cannot create schemas in database %I', CURRENT_USER, pg_catalog.current_database()),
+            DETAIL = 'The plain script makes the schemas sandbox_store and sandbox_store_internal, which needs the CREATE privilege on the database.',
+            HINT = 'Run it as the database owner, or as a role that was granted CREATE on the database (GRANT CREATE ON DATABASE ... TO ...).';
+    END IF;
     -- A schema sandbox_store this role cannot create in: most often the
     -- empty one DROP EXTENSION leaves (CREATE EXTENSION made it, owned by
     -- the role that created the extension).

@@ -102,6 +102,17 @@ like($err, qr/sandbox_store is already installed in this database/, '... saying 
 like($err, qr/Extension sandbox_store 1\.\d+(\.\d+)? is installed \(\Q$ext_words\E\)/, '... and which edition');
 is($node->safe_psql('c1', $objects), $objects_before, '... and left nothing behind');
 
+# A role without CREATE on the database is told what it lacks, before
+# anything is made.
+$node->safe_psql('postgres', 'CREATE ROLE no_create LOGIN');
+($ret, $out, $err) = $node->psql('plain1', undef,
+	extra_params => [ '-U', 'no_create', '-v', 'ON_ERROR_STOP=1', '-f', $plain ]);
+isnt($ret, 0, 'the plain script refuses a role without CREATE on the database');
+like($err, qr/role no_create cannot create schemas in database plain1.*HINT:\s+Run it as the database owner/s,
+	'... saying what it lacks and who can run it');
+is($node->safe_psql('plain1', q{SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'sandbox_store%'}),
+	'0', '... and left nothing behind');
+
 ($ret, $out, $err) = plain_install('plain1');
 is($ret, 0, 'the plain script installs as a role that is not a superuser') or diag $err;
 my ($version) = $plain =~ /sandbox_store-([0-9.]+)\.sql$/;
