@@ -184,6 +184,21 @@ const GRANT_HINT =
   'The role the pool connects as needs these two grants (run them as the extension owner, with that role for app): ' +
   'GRANT USAGE ON SCHEMA sandbox_store TO app; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO app;';
 
+/**
+ * What a missing schema (3F000) or function (42883) of sandbox_store adds to
+ * the server's message: the extension is not in the database the pool
+ * connects to (or, for a function, it is older than the call needs).
+ */
+const NOT_INSTALLED_HINT =
+  'The sandbox_store extension is not installed in the database the pool connects to: ' +
+  'run CREATE EXTENSION sandbox_store; there as a superuser (the C edition), or on a managed database ' +
+  "the SQL edition's script (sandbox_store-<version>-pg_tle.sql then CREATE EXTENSION sandbox_store;, " +
+  'or sandbox_store-<version>.sql), as the README says.';
+const OLD_VERSION_HINT =
+  'Either the sandbox_store extension is not installed in the database the pool connects to ' +
+  "(CREATE EXTENSION sandbox_store; as a superuser, or on a managed database the SQL edition's script), " +
+  'or it is older than this call needs (ALTER EXTENSION sandbox_store UPDATE;).';
+
 /** SQLSTATE of an error from node-postgres, if it has one. */
 export function sqlstateOf(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error) {
@@ -204,6 +219,12 @@ export function toStoreError(error: unknown): SandboxStoreError {
   if (sqlstate === '40P01') return new DeadlockError(message, options);
   if (sqlstate !== undefined && INVALID_ARGUMENT.has(sqlstate)) return new InvalidArgumentError(message, options);
   if (sqlstate === '42501') return new SandboxStoreError(`${message}. ${GRANT_HINT}`, options);
+  if (sqlstate === '3F000' && message.includes('"sandbox_store"')) {
+    return new SandboxStoreError(`${message}. ${NOT_INSTALLED_HINT}`, options);
+  }
+  if (sqlstate === '42883' && message.includes('sandbox_store.')) {
+    return new SandboxStoreError(`${message}. ${OLD_VERSION_HINT}`, options);
+  }
   return new SandboxStoreError(message, options);
 }
 
