@@ -45,6 +45,12 @@ passed=0 failed=0 lines=()
 work=$(mktemp -d "${TMPDIR:-/tmp}/sb_matrix.XXXXXX")
 chmod 755 "$work"
 
+# The copies have no .git: TAP 018_update_pooled builds the 1.4 release's
+# library from this tree's git history, which SB_GIT_DIR names for it.
+if git_dir=$(git -C "$top" rev-parse --absolute-git-dir 2>/dev/null); then
+  export SB_GIT_DIR=$git_dir
+fi
+
 # Copy the tree without build outputs, so each version compiles from scratch.
 copy_tree() {
   mkdir -p "$1"
