@@ -30,7 +30,7 @@
 # rotated per repeat.  Created records are removed after each create run;
 # their released claims stay, as a key's leases row does in production (the
 # SQL edition plans its leases lookups as sequential scans when leases was
-# emptied and vacuumed; BENCHMARKS.md, "SQL edition").  The SQL edition's two run in database bench_rtt_sql, where
+# emptied and vacuumed; BENCHMARKS.md, "The SQL edition").  The SQL edition's two run in database bench_rtt_sql, where
 # the plain script (src/sql/build.sh plain) is installed instead of the
 # extension.
 #

@@ -77,7 +77,7 @@
 #   BENCH_SQL_EDITION (1)        0: leave the SQL edition out of main and rtt
 #   BENCH_SQL_SCRIPT             the SQL edition's plain script to measure in
 #                                main, an absolute path (default: built from
-#                                this tree), e.g. bench/sqlprof/build.sh's
+#                                this tree), e.g. a variant built on a branch
 #   BENCH_SMOKE (0)              1: a tiny run (seconds) of every workload and
 #                                phase, to check the harness; never judges speed
 #
