@@ -136,7 +136,7 @@ SELECT count(*), COALESCE(min(seq), 0), COALESCE(max(seq), 0),
 		cmp_ok($count, '>', 0, "$round: $run has entries ($count)");
 		ok($min == 1 && $max == $count, "$round: $run: seqs are 1..$max, no gap ($count entries, min $min)");
 		is($last, $max, "$round: $run: run_logs.last_seq is the greatest seq");
-		is($status, "$max/f", "$round: $run: run_log_status says last_seq $max, open");
+		is($status, "$max/false", "$round: $run: run_log_status says last_seq $max, open");
 		is($read, $count, "$round: $run: run_log_read returns every entry");
 	}
 
