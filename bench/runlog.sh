@@ -123,7 +123,7 @@ for i in $(seq 1 16); do
   bare_vars+=(-D "c$i=$c")
 done
 chunks+="]"
-chunk_bytes=$(psql -X -At -d "$db" -v c="$chunks" -c "SELECT round(avg(octet_length(e::text))) FROM jsonb_array_elements(:'c'::jsonb) e")
+chunk_bytes=$(psql -X -At -d "$db" -v c="$chunks" <<<"SELECT round(avg(octet_length(e::text))) FROM jsonb_array_elements(:'c'::jsonb) e")
 
 run_one() { # workload rep
   local wl=$1 rep=$2 rc=0 res=$work/pgbench.out args=()
