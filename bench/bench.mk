@@ -1,7 +1,7 @@
 # bench/bench.mk: the benchmarks (included by the Makefile; BENCHMARKS.md
 # reports them and says how long each takes).
 
-.PHONY: bench bench-rtt bench-redis bench-citus bench-checkpoints
+.PHONY: bench bench-rtt bench-redis bench-citus bench-checkpoints bench-runlog
 
 # Every workload beside plain SQL, PL/pgSQL and the SQL edition, on a
 # throwaway cluster.
@@ -29,3 +29,8 @@ bench-citus: installed
 # lease cycle (bench/checkpoints.sh).
 bench-checkpoints: installed
 	test/scripts/with-cluster.sh bench/checkpoints.sh
+
+# The run log (1.5) beside a bare table, and its append-to-reader wake
+# latency through LISTEN/NOTIFY (bench/runlog.sh; also part of make bench).
+bench-runlog: installed
+	test/scripts/with-cluster.sh bench/runlog.sh

@@ -44,6 +44,12 @@
 #               (bench/redis.sh and bench/redis-semantics.sh, with their own
 #               BENCH_REDIS_* options; database bench_redis): redis.md,
 #               redis-semantics.md.  Not part of the smoke run.
+#   runlog      the run log (1.5): run_log_append of 16-chunk batches beside
+#               a bare 16-row INSERT at 8 clients (ratio), and the
+#               append-to-reader wake latency through LISTEN/NOTIFY
+#               (bench/runlog.sh, with its own BENCH_RUNLOG_* options;
+#               database bench_runlog): runlog.md.  Skipped (and said so)
+#               when the installed extension has no run log
 #   scale       the extension / plain SQL pairs at BENCH_SCALE_CLIENTS clients
 #               over BENCH_SCALE_ROWS records, alternating with the same
 #               workloads over BENCH_ROWS records: ratios and latency growth
@@ -71,7 +77,7 @@
 #   BENCH_SHARED_BUFFERS (3GB)   on a throwaway cluster of with-cluster.sh
 #                                only: ALTER SYSTEM + restart so the scale
 #                                data set fits; "" leaves the server alone
-#   BENCH_PHASES ("main plot rtt redis contention memory scale")  the phases to run
+#   BENCH_PHASES ("main plot rtt redis runlog contention memory scale")  the phases to run
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
 #   BENCH_SQL_EDITION (1)        0: leave the SQL edition out of main and rtt
@@ -125,7 +131,7 @@ fi
 mem_other=$((mem_calls / 20))
 # The smoke run (part of make test) leaves out the Redis comparison: a
 # benchmark, not a test, and the only phase that needs Redis.
-default_phases="main plot rtt redis contention memory scale"
+default_phases="main plot rtt redis runlog contention memory scale"
 [ "$smoke" = 1 ] && default_phases=${default_phases/ redis/}
 phases=" ${BENCH_PHASES:-$default_phases} "
 [ "$hot" = 1 ] && [[ $phases != *" hot "* ]] && phases="$phases hot "
@@ -406,6 +412,14 @@ fi
 if has_phase redis; then
   BENCH_OUT="$out" BENCH_ROWS="$rows" BENCH_SMOKE="$smoke" BENCH_THREADS="$threads_max" "$here/redis.sh" ||
     fail "the Redis phase failed"
+fi
+
+# --- the run log (bench/runlog.sh) --------------------------------------------------
+
+if has_phase runlog; then
+  BENCH_OUT="$out" BENCH_SMOKE="$smoke" BENCH_THREADS="$threads_max" "$here/runlog.sh" ||
+    fail "the run log phase failed"
+  [ -s "$out/runlog.md" ] || fail "the run log phase wrote no runlog.md"
 fi
 
 # --- contention ------------------------------------------------------------------
@@ -711,6 +725,10 @@ fi
   if has_phase rtt; then
     echo
     cat "$out/rtt.md"
+  fi
+  if has_phase runlog; then
+    echo
+    cat "$out/runlog.md"
   fi
   if has_phase redis; then
     echo

@@ -20,8 +20,8 @@
 #   drop-in-flight    (plain only) DROP and CREATE EXTENSION while a call
 #                     waits: the plain script makes no extension
 # Perl TAP: only the tests that install the edition SB_EDITION names
-# (SandboxStoreTest's install_sandbox_store): fences and checkpoints across
-# a crash; and the SQL edition's own: its update from 1.4 (017: through
+# (SandboxStoreTest's install_sandbox_store): fences, checkpoints and run
+# logs across a crash; and the SQL edition's own: its update from 1.4 (017: through
 # pg_tle only with pg_tle), and for pg_tle the moves between editions (014)
 # and the registration script's refusals (016).
 # pgTAP and the TypeScript client's suite run whole.
@@ -32,6 +32,7 @@ SQL_EDITION_SKIP_ISOLATION = update-in-flight $(if $(filter plain,$(SB_EDITION))
 REGRESS := $(filter-out $(SQL_EDITION_SKIP_REGRESS),$(REGRESS))
 ISOLATION := $(filter-out $(SQL_EDITION_SKIP_ISOLATION),$(ISOLATION))
 PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl test/t/015_checkpoint_crash.pl \
+  test/t/019_run_log_crash.pl \
   test/t/017_sql_edition_update.pl \
   $(if $(filter pg_tle,$(SB_EDITION)),test/t/014_editions.pl test/t/016_pg_tle_registration.pl)
 endif

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# bench/runlog.sh: the run log (extension 1.5) beside a bare table, and the
+# append-to-reader wake latency through LISTEN/NOTIFY (phase runlog of
+# bench/run.sh; alone: test/scripts/with-cluster.sh bench/runlog.sh).
+#
+# (a) Append: one batch of 16 chunks (about 200 bytes of JSON each, the
+#     TEXT_MESSAGE_CONTENT events of an agent's stream) per transaction,
+#     each client on a run of its own, side by side:
+#
+#       append_fenced  run_log_append(run, chunks, epoch) on a claimed run
+#                      (what a driver's pipe does): argument checks, the
+#                      runs row FOR SHARE (the fence), the run_logs row's
+#                      upsert (last_seq), 16 entries, the NOTIFY
+#       append         run_log_append(run, chunks): no epoch, no runs row
+#                      (createStreamDurability without a driver)
+#       bare           INSERT INTO runlog_bare VALUES (16 rows) at seqs the
+#                      client counts itself: a table of run_log_entries'
+#                      shape and primary key, nothing else
+#
+#     bench/runlog_append.pgbench and bench/runlog_bare.pgbench, prepared
+#     statements, the chunks as parameters (the array of 16 for the
+#     extension, 16 parameters for the bare INSERT: the same bytes).  Every
+#     run starts from empty tables (TRUNCATE); the three alternate, the order
+#     rotated, BENCH_RUNLOG_REPEATS times; medians of tps and latency, and
+#     each extension workload's ratio to bare (the goal: >= 0.8).
+#
+# (b) Wake: bench/runlog-wake.c (built here with cc and libpq): a writer
+#     connection appends one batch (BENCH_RUNLOG_WAKE_CHUNKS chunks) at a
+#     time, a reader connection that LISTENs on sandbox_store_run_log waits
+#     for the notification and reads the new entries; median, p99 and max of
+#     the time from sending the append to the wake (notify), to having the
+#     entries (read), and to the writer's acknowledgement (ack), over
+#     BENCH_RUNLOG_WAKE_ITERATIONS appends on an otherwise idle server.
+#
+#     The hook for a comparison (e.g. the in-process memoryStream of
+#     @tanstack/ai, measured by the client's own benchmark): if
+#     BENCH_RUNLOG_WAKE_COMPARE is set, it is run as a shell command, and
+#     each line it prints, "label<TAB>p50_ms<TAB>p99_ms", becomes a row of the
+#     wake table beside PostgreSQL's.  The raw samples are in runlog-wake.tsv.
+#
+# Runs against the server in PGHOST/PGPORT/PGUSER (a superuser, with
+# sandbox_store 1.5 or later installed); creates and drops database
+# bench_runlog.  Writes to BENCH_OUT (default bench/out/): runlog.md,
+# runlog.tsv, runlog-wake.tsv, runlog-pgbench.log.  Skips (and says so in
+# runlog.md) when the installed extension has no run_log_append.
+#
+# Options (environment):
+#   BENCH_RUNLOG_CLIENTS (8)            client count of (a)
+#   BENCH_RUNLOG_SECONDS (5)            length of one run of (a)
+#   BENCH_RUNLOG_REPEATS (3)            side-by-side rounds of (a)
+#   BENCH_RUNLOG_WAKE_ITERATIONS (2000) timed appends of (b), after 200 untimed
+#   BENCH_RUNLOG_WAKE_CHUNKS (1)        chunks per append of (b)
+#   BENCH_RUNLOG_WAKE_COMPARE           see above
+#   BENCH_THREADS (2)                   pgbench -j
+#   BENCH_SMOKE (0)                     1: each workload once, 20 transactions
+#                                       per client, 50 wake iterations: checks
+#                                       the harness, measures nothing
+set -euo pipefail
+
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../test/scripts/lib.sh"
+sb_name=bench-runlog
+here=$sb_top/bench
+smoke=${BENCH_SMOKE:-0}
+clients=${BENCH_RUNLOG_CLIENTS:-8}
+secs=${BENCH_RUNLOG_SECONDS:-5}
+repeats=${BENCH_RUNLOG_REPEATS:-3}
+wake_iterations=${BENCH_RUNLOG_WAKE_ITERATIONS:-2000}
+wake_warmup=200
+wake_chunks=${BENCH_RUNLOG_WAKE_CHUNKS:-1}
+threads_max=${BENCH_THREADS:-2}
+out=${BENCH_OUT:-$here/out}
+dur=(-T "$secs")
+if [ "$smoke" = 1 ]; then
+  clients=2 repeats=1 dur=(-t 20) wake_iterations=50 wake_warmup=5
+fi
+db=bench_runlog
+wls=(append_fenced append bare)
+
+psql_db() { psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
+
+for tool in psql pgbench cc awk sort; do
+  command -v "$tool" >/dev/null 2>&1 || fail "$tool not found"
+done
+mkdir -p "$out"
+rm -f "$out"/runlog.md "$out"/runlog.tsv "$out"/runlog-wake.tsv "$out"/runlog-pgbench.log
+sb_tempdir sandbox_store_runlog; work=$sb_dir
+
+sb_fresh_db "$db"
+psql_db -c "CREATE EXTENSION sandbox_store"
+if [ "$(psql -X -At -d "$db" -c "SELECT count(*) FROM pg_proc
+      WHERE pronamespace = 'sandbox_store'::regnamespace AND proname = 'run_log_append'")" = 0 ]; then
+  note="skipped: sandbox_store $(psql -X -At -d "$db" -c "SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'") has no run_log_append (1.5)"
+  say "$note"
+  printf '### Run log\n\n%s\n' "$note" >"$out/runlog.md"
+  exit 0
+fi
+
+# The bare table: run_log_entries' shape and primary key.  Runs for the
+# fenced appends: one per client, claimed once (epoch 1).
+psql_db <<'SQL'
+CREATE TABLE runlog_bare (run_id text NOT NULL, seq int8 NOT NULL, chunk jsonb NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE runlog_runs (workload text, clients int, rep int, tps float8, lat_ms float8, txns bigint);
+SQL
+setup_runs() {
+  psql_db -c "SELECT count(sandbox_store.run_create_or_resume('fenced-' || c, 'thread-' || c, 1767225600000)),
+                     count(sandbox_store.run_claim('fenced-' || c))
+                FROM generate_series(0, $((clients - 1))) c" >/dev/null
+}
+
+# 16 chunks of about 200 bytes of JSON: the events of one streamed answer.
+chunk() { # i
+  printf '{"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg-7f3a9c", "timestamp": %d, "delta": "%s"}' \
+    $((1767225600000 + $1)) \
+    "$(printf 'Step %02d: the build passed, 42 tests green; now updating the README and the changelog for the release.' "$1")"
+}
+chunks="["
+bare_vars=()
+for i in $(seq 1 16); do
+  c=$(chunk "$i")
+  chunks+="${c}"
+  [ "$i" = 16 ] || chunks+=", "
+  bare_vars+=(-D "c$i=$c")
+done
+chunks+="]"
+chunk_bytes=$(psql -X -At -d "$db" -v c="$chunks" <<<"SELECT round(avg(octet_length(e::text))) FROM jsonb_array_elements(:'c'::jsonb) e")
+
+run_one() { # workload rep
+  local wl=$1 rep=$2 rc=0 res=$work/pgbench.out args=()
+  local j=$((clients < threads_max ? clients : threads_max))
+  psql_db -c "TRUNCATE sandbox_store.run_log_entries, sandbox_store.run_logs, runlog_bare"
+  case $wl in
+    append_fenced) args=(-D prefix=fenced- -D epoch=1 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
+    append) args=(-D prefix=open- -D epoch=0 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
+    bare) args=(-D prefix=bare- -D n=0 "${bare_vars[@]}" -f "$here/runlog_bare.pgbench") ;;
+  esac
+  psql_db -c "CHECKPOINT"
+  pgbench -n -M prepared -c "$clients" -j "$j" "${dur[@]}" "${args[@]}" "$db" >"$res" 2>&1 || rc=$?
+  {
+    echo "=== runlog $wl clients=$clients rep=$rep"
+    cat "$res"
+  } >>"$out/runlog-pgbench.log"
+  if [ $rc -ne 0 ] || grep -Eq "aborted|ERROR:|FATAL:|^number of failed transactions: [1-9]" "$res"; then
+    tail -n 20 "$res" >&2
+    fail "runlog $wl clients=$clients: pgbench failed (exit $rc)"
+  fi
+  local tps lat txns
+  tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$res" | head -n 1)
+  lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$res")
+  txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$res")
+  [ -n "$tps" ] && [ -n "$lat" ] && [ -n "$txns" ] && [ "$txns" -gt 0 ] || fail "runlog $wl: no throughput"
+  # What was written is what was sent: 16 entries per transaction, seqs
+  # 1..last_seq in every run (the extension's), last_seq in run_logs.
+  local check
+  case $wl in
+    bare) check=$(psql -X -At -d "$db" -c "SELECT count(*) = 16 * $txns FROM runlog_bare") ;;
+    *) check=$(psql -X -At -d "$db" -c "SELECT count(*) = 16 * $txns
+           AND NOT EXISTS (SELECT FROM sandbox_store.run_logs l
+                            WHERE l.last_seq <> (SELECT count(*) FROM sandbox_store.run_log_entries e WHERE e.run_id = l.run_id)
+                               OR l.last_seq <> (SELECT max(seq) FROM sandbox_store.run_log_entries e WHERE e.run_id = l.run_id))
+           FROM sandbox_store.run_log_entries") ;;
+  esac
+  [ "$check" = t ] || fail "runlog $wl: the tables do not hold 16 entries per transaction, 1..last_seq per run"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$wl" "$clients" "$rep" "$tps" "$lat" "$txns" |
+    tee -a "$out/runlog.tsv" | psql_db -c "COPY runlog_runs FROM STDIN"
+  printf 'bench-runlog: %-14s c=%-3s rep=%s  tps=%9.0f  latency=%7.3f ms\n' "$wl" "$clients" "$rep" "$tps" "$lat"
+}
+
+start=$SECONDS
+setup_runs
+printf 'workload\tclients\trep\ttps\tlat_ms\ttxns\n' >"$out/runlog.tsv"
+n=${#wls[@]}
+for rep in $(seq 1 "$repeats"); do
+  for i in $(seq 0 $((n - 1))); do
+    run_one "${wls[$(((i + rep - 1) % n))]}" "$rep"
+  done
+done
+
+# --- (b) wake latency ----------------------------------------------------------------
+
+cc -O2 -Wall -Wextra -Werror -I"$("${PG_CONFIG:-pg_config}" --includedir)" -o "$work/runlog-wake" \
+  "$here/runlog-wake.c" -L"$("${PG_CONFIG:-pg_config}" --libdir)" -lpq ||
+  fail "could not build bench/runlog-wake.c (libpq-dev)"
+psql_db -c "TRUNCATE sandbox_store.run_log_entries, sandbox_store.run_logs"
+"$work/runlog-wake" "dbname=$db" wake-run "$wake_iterations" "$wake_warmup" "$wake_chunks" \
+  "$out/runlog-wake.tsv" >"$work/wake.txt" || fail "the wake probe failed"
+declare -A p50 p99 pmax
+while IFS=$'\t' read -r name a b c; do p50[$name]=$a p99[$name]=$b pmax[$name]=$c; done <"$work/wake.txt"
+[ -n "${p50[notify]:-}" ] && [ -n "${p50[read]:-}" ] || fail "the wake probe reported nothing"
+say "wake: notify p50 ${p50[notify]} ms p99 ${p99[notify]} ms; read p50 ${p50[read]} ms p99 ${p99[read]} ms"
+compare_rows=""
+if [ -n "${BENCH_RUNLOG_WAKE_COMPARE:-}" ]; then
+  compare_rows=$(bash -c "$BENCH_RUNLOG_WAKE_COMPARE" | awk -F'\t' 'NF >= 3 { printf "| %s | %s | %s | |\n", $1, $2, $3 }') ||
+    fail "BENCH_RUNLOG_WAKE_COMPARE failed"
+fi
+
+# --- report ----------------------------------------------------------------------------
+
+{
+  echo "### Run log: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$(psql -X -At -d postgres -c 'SHOW fsync'), synchronous_commit=$(psql -X -At -d postgres -c 'SHOW synchronous_commit')"
+  echo
+  [ "$smoke" != 1 ] || { echo "SMOKE RUN (20 transactions per client, $wake_iterations wake iterations): checks the harness, measures nothing."; echo; }
+  echo "Append: one batch of 16 chunks (${chunk_bytes} bytes of JSON each) per transaction, $clients clients, each on a run of its own;"
+  echo "median of $repeats side-by-side rounds of ${dur[*]} runs, tables emptied before each run. Goal: extension / bare >= 0.8."
+  echo
+  echo "| workload | tps (batches/s) | chunks/s | latency (ms) | extension / bare |"
+  echo "|---|---:|---:|---:|---:|"
+  psql -X -At -d "$db" <<'SQL'
+WITH m AS (
+  SELECT workload, percentile_cont(0.5) WITHIN GROUP (ORDER BY tps) AS tps,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY lat_ms) AS lat
+    FROM runlog_runs GROUP BY workload)
+SELECT format('| %s | %s | %s | %s | %s |',
+              CASE m.workload WHEN 'append_fenced' THEN 'run_log_append, fenced (epoch)'
+                              WHEN 'append' THEN 'run_log_append, no epoch'
+                              ELSE 'bare INSERT of 16 rows' END,
+              round(m.tps), round(16 * m.tps), round(m.lat::numeric, 3),
+              CASE WHEN m.workload = 'bare' THEN '' ELSE
+                round((m.tps / b.tps)::numeric, 2)::text
+                || CASE WHEN m.tps / b.tps >= 0.8 THEN '' ELSE ' (below 0.8)' END END)
+  FROM m, m b WHERE b.workload = 'bare'
+ ORDER BY array_position(ARRAY['append_fenced', 'append', 'bare'], m.workload);
+SQL
+  echo
+  echo "Wake: one writer appends a batch of $wake_chunks chunk(s) at a time, one reader LISTENs on sandbox_store_run_log"
+  echo "and reads what is new (run_log_read after its last seq); $wake_iterations appends (after $wake_warmup untimed), idle server,"
+  echo "from sending the append (ms):"
+  echo
+  echo "| | p50 | p99 | max |"
+  echo "|---|---:|---:|---:|"
+  echo "| PostgreSQL: the reader is woken (NOTIFY) | ${p50[notify]} | ${p99[notify]} | ${pmax[notify]} |"
+  echo "| PostgreSQL: the reader has the entries (NOTIFY + run_log_read) | ${p50[read]} | ${p99[read]} | ${pmax[read]} |"
+  echo "| PostgreSQL: the writer's append acknowledged (commit) | ${p50[ack]} | ${p99[ack]} | ${pmax[ack]} |"
+  [ -z "$compare_rows" ] || echo "$compare_rows"
+  echo
+  echo "Compare with an in-process stream (e.g. @tanstack/ai's memoryStream): BENCH_RUNLOG_WAKE_COMPARE (bench/runlog.sh);"
+  echo "raw samples in runlog-wake.tsv. Phase time: $((SECONDS - start)) s."
+} >"$out/runlog.md"
+cat "$out/runlog.md"
