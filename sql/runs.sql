@@ -211,6 +211,7 @@ SELECT q, pg_temp.why(q) FROM (VALUES
   ($$SELECT sandbox_store.run_log_read('L', NULL)$$),
   ($$SELECT sandbox_store.run_log_read('L', 0, -1)$$),
   ($$SELECT sandbox_store.run_log_status(NULL)$$),
+  ($$SELECT sandbox_store.run_log_watch(repeat('x', 1025))$$),
   ($$SELECT sandbox_store.run_log_prune(NULL)$$),
   ($$SELECT sandbox_store.run_log_prune('-1 day')$$),
   ($$SELECT sandbox_store.run_log_prune('1 day', -1)$$)) v(q);
@@ -229,6 +230,11 @@ SELECT sandbox_store.run_log_append(id, '[{"x": 1}, {"x": 2}]')
 SELECT sandbox_store.run_log_close('p-closed');
 SELECT sandbox_store.run_update('p-finished', '{"status": "failed"}');
 SELECT sandbox_store.run_update('p-interrupted', '{"status": "interrupted"}');
+-- A reader's empty log of no run (run_log_watch made it): pruned; of a
+-- running run: kept.
+SELECT * FROM sandbox_store.run_log_watch('p-watched');
+SELECT sandbox_store.run_create_or_resume('p-waiting', 't-prune', 1) ->> 'runId';
+SELECT * FROM sandbox_store.run_log_watch('p-waiting');
 SELECT sandbox_store.run_log_prune('1 hour') AS recent_kept;
 SELECT sandbox_store.run_log_prune('0', max_logs => 0) AS none_asked;
 -- (every log but these is closed or finished: L, C, d1 and r1 go too)
@@ -244,14 +250,20 @@ SELECT count(*) AS run_records_kept FROM sandbox_store.runs WHERE run_id LIKE 'p
 SELECT count(*) AS gone FROM sandbox_store.run_log_status('p-closed');
 
 --
--- NOTIFY: append, upsert and close notify channel sandbox_store_run_log
--- with the run id when they commit (the notifying backend's PID is masked).
+-- NOTIFY: once a reader watches a log (run_log_watch), append, upsert and
+-- close notify channel sandbox_store_run_log with the run id when they
+-- commit; before, they do not (the notifying backend's PID is masked).
 --
 LISTEN sandbox_store_run_log;
 \o | sed -e 's/PID [0-9]*/PID N/'
+SELECT sandbox_store.run_log_append('n1', '[{"hello": "world"}]') AS not_watched;
+SELECT * FROM sandbox_store.run_log_watch('n1');
 SELECT sandbox_store.run_log_append('n1', '[{"hello": "world"}]');
 SELECT sandbox_store.run_log_upsert('n1', '{1}', '[{"hello": "again"}]');
 SELECT sandbox_store.run_log_close('n1');
+SELECT * FROM sandbox_store.run_log_watch('n1') AS closed_log;
+SELECT sandbox_store.run_log_close('n1') AS closed_already;
+SELECT * FROM sandbox_store.run_log_watch('n2') AS new_log;
 BEGIN;
 SELECT sandbox_store.run_log_append('n2', '[{"x": 1}]');
 ROLLBACK;

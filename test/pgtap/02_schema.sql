@@ -127,9 +127,9 @@ SELECT set_eq(
           'checkpoint_list', 'checkpoint_head', 'checkpoint_blob_references',
           'run_create_or_resume', 'run_get', 'run_update', 'run_list_by_thread', 'run_list_reclaimable',
           'run_find_active', 'run_claim', 'run_log_append', 'run_log_upsert', 'run_log_close',
-          'run_log_read', 'run_log_status', 'run_log_prune']
+          'run_log_read', 'run_log_status', 'run_log_watch', 'run_log_prune']
       || CASE WHEN (SELECT edition FROM edition) = 'c' THEN ARRAY['guard'] ELSE ARRAY[]::text[] END,
-    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, edition and the ten checkpoint functions (1.4), the thirteen run functions (1.5), and in the C edition guard; no helper (1.4.1)');
+    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, edition and the ten checkpoint functions (1.4), the fourteen run functions (1.5), and in the C edition guard; no helper (1.4.1)');
 SELECT has_function('sandbox_store', 'distribute', ARRAY[]::text[], 'distribute() exists');
 SELECT function_returns('sandbox_store', 'distribute', ARRAY[]::text[], 'void', 'distribute returns void');
 SELECT function_returns('sandbox_store', 'unsupported_changes', ARRAY[]::text[], 'setof text',
@@ -320,8 +320,8 @@ SELECT is((SELECT pg_catalog.pg_get_expr(i.indpred, i.indrelid) FROM pg_catalog.
             WHERE i.indexrelid = 'sandbox_store.runs_detached_idx'::regclass),
     '((status = ''running''::text) AND (detached_since IS NOT NULL))',
     'runs has a partial index on detached_since of the detached running runs, for run_list_reclaimable');
-SELECT columns_are('sandbox_store', 'run_logs', ARRAY['run_id', 'last_seq', 'closed_at', 'updated_at'],
-    'run_logs has the columns run_id, last_seq, closed_at, updated_at');
+SELECT columns_are('sandbox_store', 'run_logs', ARRAY['run_id', 'last_seq', 'closed_at', 'updated_at', 'watched'],
+    'run_logs has the columns run_id, last_seq, closed_at, updated_at, watched');
 SELECT col_is_pk('sandbox_store', 'run_logs', 'run_id', 'the primary key of sandbox_store.run_logs is (run_id)');
 SELECT col_default_is('sandbox_store', 'run_logs', 'last_seq', '0', 'run_logs.last_seq starts at 0');
 SELECT columns_are('sandbox_store', 'run_log_entries', ARRAY['run_id', 'seq', 'chunk'],
@@ -356,6 +356,7 @@ SELECT results_eq(
        ('run_log_read', 'run_id text, after bigint DEFAULT 0, max_rows integer DEFAULT NULL::integer', 'TABLE(seq bigint, chunk jsonb)', 's', true),
        ('run_log_status', 'run_id text', 'TABLE(last_seq bigint, closed boolean)', 's', true),
        ('run_log_upsert', 'run_id text, seqs bigint[], chunks jsonb, epoch bigint DEFAULT NULL::bigint', 'bigint[]', 'v', true),
+       ('run_log_watch', 'run_id text', 'TABLE(last_seq bigint, closed boolean)', 'v', true),
        ('run_update', 'run_id text, patch jsonb, epoch bigint DEFAULT NULL::bigint', 'boolean', 'v', true) $$,
     'the run functions: argument names and defaults, results, volatility, SECURITY DEFINER');
 SELECT is_empty(

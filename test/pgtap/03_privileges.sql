@@ -12,14 +12,14 @@
 BEGIN;
 DO $i$ BEGIN IF to_regnamespace('sandbox_store_harness') IS NULL THEN CREATE EXTENSION IF NOT EXISTS sandbox_store; ELSE PERFORM sandbox_store_harness.install(); END IF; END $i$;
 
-SELECT plan(105);
+SELECT plan(108);
 
 CREATE ROLE sbtap_app NOLOGIN;
 CREATE ROLE sbtap_nobody NOLOGIN;
 GRANT USAGE ON SCHEMA sandbox_store TO sbtap_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO sbtap_app;
 
--- The fourteen functions of the store, and the thirteen of the runs and
+-- The fourteen functions of the store, and the fourteen of the runs and
 -- run logs (1.5), with their argument types.
 CREATE TEMP TABLE fns (n int, name name, args name[]) ON COMMIT DROP;
 INSERT INTO fns VALUES
@@ -51,9 +51,10 @@ INSERT INTO fns VALUES
     (24, 'run_log_close',        ARRAY['text', 'bigint']),
     (25, 'run_log_read',         ARRAY['text', 'bigint', 'integer']),
     (26, 'run_log_status',       ARRAY['text']),
-    (27, 'run_log_prune',        ARRAY['interval', 'integer']);
+    (27, 'run_log_prune',        ARRAY['interval', 'integer']),
+    (28, 'run_log_watch',        ARRAY['text']);
 
--- Catalog privileges (81 + 3 + 3 + 3 + 3 + 3 tests, then 9 for the run tables) ------------------------
+-- Catalog privileges (84 + 3 + 3 + 3 + 3 + 3 tests, then 9 for the run tables) ------------------------
 
 SELECT function_privs_are('sandbox_store', f.name, f.args, r.role, r.privs)
   FROM fns AS f

@@ -102,6 +102,7 @@ WITH ext AS (
     ('run_logs', 'last_seq', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], true, false),
     ('run_logs', 'closed_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false),
     ('run_logs', 'updated_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], true, false),
+    ('run_logs', 'watched', ARRAY['pg_catalog.bool']::pg_catalog.regtype[], true, false),
     ('run_log_entries', 'run_id', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
     ('run_log_entries', 'seq', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], true, false),
     ('run_log_entries', 'chunk', ARRAY['pg_catalog.jsonb']::pg_catalog.regtype[], true, false)

@@ -12,10 +12,16 @@
 --
 -- A log is a run_logs row (created by the first append, upsert or close)
 -- and its entries, numbered from 1 by seq.  Appenders of one run take the
--- log row's lock first, so they commit in seq order: a reader that has seen
--- seq k never later finds a new entry below k.  Every write notifies the
--- channel sandbox_store_run_log with the run id, so that a reader LISTENing
--- there wakes when it commits.  run_log_prune deletes finished, quiet logs.
+-- log row's lock, so they commit in seq order: a reader that has seen seq k
+-- never later finds a new entry below k.  A reader LISTENs on channel
+-- sandbox_store_run_log, then calls run_log_watch, which marks the log
+-- watched under the same row lock; from then on every write of the log
+-- notifies the channel with the run id, so the reader wakes when it
+-- commits, and every write before was committed when the reader read.  A
+-- log nobody watches costs no notification (PostgreSQL serializes the
+-- commits of notifying transactions across the whole server).  Every write
+-- takes the runs row (the fence) before the log row, in that order.
+-- run_log_prune deletes finished, quiet logs.
 --
 -- Errors: SB001 (a stale epoch), SBR01 (unknown run), SBR02 (finished run
 -- or closed log), SBR03 (invalid log offset), 22023 (bad argument).
@@ -55,12 +61,13 @@ CREATE TABLE sandbox_store.run_logs (
     last_seq   pg_catalog.int8 NOT NULL DEFAULT 0,
     closed_at  pg_catalog.timestamptz,
     updated_at pg_catalog.timestamptz NOT NULL,
+    watched    pg_catalog.bool NOT NULL DEFAULT false,
     CONSTRAINT run_logs_pkey PRIMARY KEY (run_id),
     CONSTRAINT run_logs_run_id_length CHECK (pg_catalog.octet_length(run_id) BETWEEN 1 AND 1024)
 );
 SELECT pg_catalog.pg_extension_config_dump('sandbox_store.run_logs', '');
 COMMENT ON TABLE sandbox_store.run_logs IS
-'One row per run log: the greatest seq stored (0: none), when it was closed (NULL: open) and when it was last written. A log may exist without a runs row. Written only through the run_log_* functions.';
+'One row per run log: the greatest seq stored (0: none), when it was closed (NULL: open), when it was last written, and whether a reader has watched it (run_log_watch: only then do its writes notify). A log may exist without a runs row. Written only through the run_log_* functions.';
 
 CREATE TABLE sandbox_store.run_log_entries (
     run_id pg_catalog.text NOT NULL,

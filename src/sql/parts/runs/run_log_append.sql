@@ -1,8 +1,8 @@
 -- The hot path: append chunks to the log of run_id as its next entries, in
--- few statements: the log row's upsert (which locks it: appenders of one
--- run are serialized and commit in seq order) returning the seq before
--- them, the fence (the runs row FOR SHARE), one INSERT ... SELECT of the
--- entries, one notification.
+-- few statements: the fence (the runs row FOR SHARE), the log row's upsert
+-- (which locks it: appenders of one run are serialized and commit in seq
+-- order) returning the seq before them and whether a reader watches the
+-- log, one INSERT ... SELECT of the entries, and a notification if so.
 CREATE FUNCTION sandbox_store.run_log_append(
     run_id pg_catalog.text,
     chunks pg_catalog.jsonb,
@@ -18,6 +18,7 @@ DECLARE
     v_closed pg_catalog.timestamptz;
     v_status pg_catalog.text;
     v_epoch pg_catalog.int8;
+    v_watched pg_catalog.bool;
 BEGIN
     -- (the checks are simple expressions, which PL/pgSQL evaluates without
     -- running a query)
@@ -43,14 +44,9 @@ BEGIN
         RETURN '{}'::pg_catalog.int8[];
     END IF;
 
-    -- The log row, locked, its tail moved past the new entries.
-    INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
-    VALUES (run_log_append.run_id, n, clock_timestamp())
-    ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE
-       SET last_seq = l.last_seq OPERATOR(pg_catalog.+) EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at
-    RETURNING l.last_seq OPERATOR(pg_catalog.-) n, l.closed_at INTO v_last, v_closed;
-
-    -- The fence (as _run_fence, written out: this is the hot path).
+    -- The fence first (as _run_fence, written out: this is the hot path):
+    -- every write takes the runs row before the log row, as run_claim
+    -- takes the runs row, so no order of them deadlocks.
     SELECT r.status, r.driver_epoch INTO v_status, v_epoch
       FROM ONLY sandbox_store.runs r
      WHERE r.run_id OPERATOR(pg_catalog.=) run_log_append.run_id
@@ -59,6 +55,14 @@ BEGIN
        OR run_log_append.epoch IS NOT NULL AND v_epoch IS DISTINCT FROM run_log_append.epoch THEN
         PERFORM sandbox_store_internal._run_stale(run_log_append.run_id, run_log_append.epoch, v_epoch, v_status IS NOT NULL);
     END IF;
+
+    -- The log row, locked, its tail moved past the new entries.
+    INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
+    VALUES (run_log_append.run_id, n, clock_timestamp())
+    ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE
+       SET last_seq = l.last_seq OPERATOR(pg_catalog.+) EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at
+    RETURNING l.last_seq OPERATOR(pg_catalog.-) n, l.closed_at, l.watched INTO v_last, v_closed, v_watched;
+
     IF v_closed IS NOT NULL THEN
         PERFORM sandbox_store_internal._run_raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_append.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');
@@ -71,10 +75,12 @@ BEGIN
     INSERT INTO sandbox_store.run_log_entries (run_id, seq, chunk)
     SELECT run_log_append.run_id, v_last OPERATOR(pg_catalog.+) x.i, x.c
       FROM jsonb_array_elements(run_log_append.chunks) WITH ORDINALITY x(c, i);
-    PERFORM pg_notify('sandbox_store_run_log', run_log_append.run_id);
+    IF v_watched THEN
+        PERFORM pg_notify('sandbox_store_run_log', run_log_append.run_id);
+    END IF;
     RETURN ARRAY(SELECT generate_series(v_last OPERATOR(pg_catalog.+) 1, v_last OPERATOR(pg_catalog.+) n));
 END
 $$;
 
 COMMENT ON FUNCTION sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8) IS
-'Append chunks (a JSON array of JSON objects) to the run''s log as its next entries and return their seqs, in order; the log is created by its first write. Fenced like every log write (SB001 for a stale epoch, or none once a driver claimed the run); SBR02 if the log is closed or the run finished. Notifies channel sandbox_store_run_log with the run id.';
+'Append chunks (a JSON array of JSON objects) to the run''s log as its next entries and return their seqs, in order; the log is created by its first write. Fenced like every log write (SB001 for a stale epoch, or none once a driver claimed the run); SBR02 if the log is closed or the run finished. Notifies channel sandbox_store_run_log with the run id if a reader watches the log (run_log_watch).';

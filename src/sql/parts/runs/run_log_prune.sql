@@ -1,7 +1,8 @@
 -- Delete the logs that are finished and quiet (the log row and its
 -- entries): closed at least older_than ago, or open with a runs row whose
--- status is terminal and last written at least older_than ago.  An open log
--- of a run that is not finished, or without a runs row, is kept; run
+-- status is terminal and last written at least older_than ago, or open,
+-- empty and without a runs row (a reader's run_log_watch made it) and made
+-- at least older_than ago.  Any other open log is kept; run
 -- records are never deleted.  At most max_logs (NULL: no limit), oldest
 -- first; logs another transaction has locked are skipped.
 CREATE FUNCTION sandbox_store.run_log_prune(
@@ -34,6 +35,9 @@ BEGIN
                 AND EXISTS (SELECT FROM ONLY sandbox_store.runs r
                              WHERE r.run_id OPERATOR(pg_catalog.=) l.run_id
                                AND r.status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'aborted'])))
+            OR (l.closed_at IS NULL AND l.last_seq OPERATOR(pg_catalog.=) 0 AND l.updated_at OPERATOR(pg_catalog.<=) cutoff
+                AND NOT EXISTS (SELECT FROM ONLY sandbox_store.runs r
+                                 WHERE r.run_id OPERATOR(pg_catalog.=) l.run_id))
          ORDER BY COALESCE(l.closed_at, l.updated_at), l.run_id COLLATE "C"
          LIMIT run_log_prune.max_logs
            FOR UPDATE OF l SKIP LOCKED
@@ -51,4 +55,4 @@ END
 $$;
 
 COMMENT ON FUNCTION sandbox_store.run_log_prune(pg_catalog.interval, pg_catalog.int4) IS
-'Delete the run logs (log and entries) that are finished and quiet: closed at least older_than ago, or open, of a run whose status is completed, failed or aborted, and last written at least older_than ago. An open log of an unfinished run, or of no run record, is kept; run records are never deleted. At most max_logs (NULL: no limit), oldest first, skipping logs another transaction holds. Returns how many were deleted.';
+'Delete the run logs (log and entries) that are finished and quiet: closed at least older_than ago, or open, of a run whose status is completed, failed or aborted, and last written at least older_than ago, or open, empty and of no run record (made by a reader) at least older_than ago. Any other open log is kept; run records are never deleted. At most max_logs (NULL: no limit), oldest first, skipping logs another transaction holds. Returns how many were deleted.';

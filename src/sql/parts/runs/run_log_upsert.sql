@@ -19,6 +19,7 @@ DECLARE
     v_last pg_catalog.int8;
     v_closed pg_catalog.timestamptz;
     v_status pg_catalog.text;
+    v_watched pg_catalog.bool;
 BEGIN
     PERFORM sandbox_store_internal._run_id(run_log_upsert.run_id, 'run id', 1024);
     IF jsonb_typeof(run_log_upsert.chunks) IS DISTINCT FROM 'array' THEN
@@ -51,13 +52,13 @@ BEGIN
         RETURN '{}'::pg_catalog.int8[];
     END IF;
 
-    -- The log row, locked (its last_seq as it was).
+    -- The fence (the runs row), then the log row, locked (its last_seq as
+    -- it was).
+    v_status := sandbox_store_internal._run_fence(run_log_upsert.run_id, run_log_upsert.epoch);
     INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
     VALUES (run_log_upsert.run_id, 0, clock_timestamp())
     ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = EXCLUDED.updated_at
-    RETURNING l.last_seq, l.closed_at INTO v_last, v_closed;
-
-    v_status := sandbox_store_internal._run_fence(run_log_upsert.run_id, run_log_upsert.epoch);
+    RETURNING l.last_seq, l.closed_at, l.watched INTO v_last, v_closed, v_watched;
     IF v_closed IS NOT NULL THEN
         PERFORM sandbox_store_internal._run_raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_upsert.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');
@@ -99,10 +100,12 @@ BEGIN
     UPDATE ONLY sandbox_store.run_logs l
        SET last_seq = GREATEST(l.last_seq, (SELECT max(s) FROM unnest(run_log_upsert.seqs) s))
      WHERE l.run_id OPERATOR(pg_catalog.=) run_log_upsert.run_id;
-    PERFORM pg_notify('sandbox_store_run_log', run_log_upsert.run_id);
+    IF v_watched THEN
+        PERFORM pg_notify('sandbox_store_run_log', run_log_upsert.run_id);
+    END IF;
     RETURN run_log_upsert.seqs;
 END
 $$;
 
 COMMENT ON FUNCTION sandbox_store.run_log_upsert(pg_catalog.text, pg_catalog.int8[], pg_catalog.jsonb, pg_catalog.int8) IS
-'Write chunks at the given seqs of the run''s log (seqs[i] with the i-th chunk) and return the seqs: a seq already stored is replaced, a new one must come after the tail and every preceding new seq of the batch, and none may repeat (SBR03; the whole batch is checked before anything is written). Fenced and refused like run_log_append; notifies channel sandbox_store_run_log.';
+'Write chunks at the given seqs of the run''s log (seqs[i] with the i-th chunk) and return the seqs: a seq already stored is replaced, a new one must come after the tail and every preceding new seq of the batch, and none may repeat (SBR03; the whole batch is checked before anything is written). Fenced and refused like run_log_append; notifies channel sandbox_store_run_log if a reader watches the log (run_log_watch).';
