@@ -4,8 +4,8 @@
 #
 #   expand  (build.sh expand FILE.in VERSION [c|sql]) an update script of
 #           the C edition (c, the default) or the SQL edition (sql): FILE.in
-#           with each line "-- @include NAME" replaced by parts/NAME.sql and
-#           each line "-- @replace NAME" by parts/NAME.sql with its CREATE
+#           with each line "-- @include NAME" replaced by the part NAME and
+#           each line "-- @replace NAME" by the part NAME with its CREATE
 #           FUNCTION made CREATE OR REPLACE FUNCTION (a function part grants
 #           nothing, so making it again keeps the grants an admin gave)
 #   plain-update  (build.sh plain-update FILE.in FROM TO) the SQL edition's
@@ -17,6 +17,10 @@
 #   pg_tle  the SQL edition as a pg_tle registration: after it,
 #           CREATE EXTENSION sandbox_store and ALTER EXTENSION ... UPDATE work
 #
+# A part NAME is parts/NAME.sql, or the directory parts/NAME (the runs: one
+# function per file), whose *.sql files are taken in name order (as bytes:
+# helpers, whose names start with an underscore, come first).
+#
 # The editions share the schema, the comments, distribute() and the grants;
 # each has its own functions (functions-c.sql, functions-sql.sql).  The C
 # edition also has the guard, the event trigger and its function (an event
@@ -25,7 +29,8 @@
 # the C edition's own objsubid, SB_LOCK_CLASS of src/sandbox_store.h (read
 # from there, so it is written once), pg_advisory_xact_lock(bigint)'s 1.
 # The SQL edition's update scripts are
-# src/sql/sql-edition/sandbox_store--FROM--TO.sql.in: the pg_tle
+# src/sql/sql-edition/sandbox_store--FROM--TO.sql.in (those of released
+# versions kept as built, sandbox_store--FROM--TO.sql): the pg_tle
 # registration carries them, and each is also a dist file of its own for the
 # plain script (plain-update).
 set -eu
@@ -41,14 +46,30 @@ if [ -z "$c_class" ]; then
 fi
 c_class=$((c_class))
 
+# part NAME: the text of the part NAME (a file, or a directory's files in
+# name order, a blank line after each).
+part() {
+	if [ -d "$parts/$1" ]; then
+		for f in $(find "$parts/$1" -maxdepth 1 -type f -name '*.sql' | LC_ALL=C sort); do
+			cat "$f"
+			echo
+		done
+	elif [ -f "$parts/$1.sql" ]; then
+		cat "$parts/$1.sql"
+	else
+		echo "build.sh: no part $1 (parts/$1.sql or the directory parts/$1)" >&2
+		return 1
+	fi
+}
+
 # The extension's objects, for the edition's functions.
 body() {
 	case $1 in
-	c) class=$c_class files="schema internal-schema key-locks edition functions-c internal-c checkpoint-tables checkpoints comments distribute guard-changes guard event-trigger grants" ;;
-	*) class=1 files="schema internal-schema key-locks edition functions-sql checkpoint-tables checkpoints comments distribute guard-changes grants" ;;
+	c) class=$c_class files="schema internal-schema key-locks edition functions-c internal-c checkpoint-tables checkpoints run-tables runs comments distribute guard-changes guard event-trigger grants" ;;
+	*) class=1 files="schema internal-schema key-locks edition functions-sql checkpoint-tables checkpoints run-tables runs comments distribute guard-changes grants" ;;
 	esac
 	for f in $files; do
-		cat "$parts/$f.sql"
+		part "$f"
 		echo
 	done | sed -e "s/@KEY_LOCK_CLASS@/$class/g" -e "s/@VERSION@/$version/g"
 }
@@ -58,8 +79,8 @@ body() {
 expand() {
 	while IFS= read -r line; do
 		case $line in
-		"-- @include "*) cat "$parts/${line#-- @include }.sql" ;;
-		"-- @replace "*) sed -e 's/^CREATE FUNCTION /CREATE OR REPLACE FUNCTION /' "$parts/${line#-- @replace }.sql" ;;
+		"-- @include "*) part "${line#-- @include }" ;;
+		"-- @replace "*) part "${line#-- @replace }" | sed -e 's/^CREATE FUNCTION /CREATE OR REPLACE FUNCTION /' ;;
 		*) printf '%s\n' "$line" ;;
 		esac
 	done <"$1" | sed -e "s/@KEY_LOCK_CLASS@/$3/g" -e "s/@VERSION@/$2/g"
@@ -298,10 +319,13 @@ BEGIN
 END
 \$_register_\$;
 EOF
-	# The update paths (none before the first version that has one).
-	for up in $(dirname "$0")/sql-edition/sandbox_store--*--*.sql.in; do
-		[ -e "$up" ] || continue
-		name=$(basename "$up" .sql.in)
+	# The update paths (none before the first version that has one): those
+	# of released versions as built (.sql), the newest from its template
+	# (.sql.in), in the order of the versions they start from.
+	for up in $(find "$(dirname "$0")/sql-edition" -maxdepth 1 -name 'sandbox_store--*--*.sql*' | sort -V); do
+		name=$(basename "$up")
+		name=${name%.in}
+		name=${name%.sql}
 		from=${name#sandbox_store--}
 		from=${from%%--*}
 		to=${name##*--}

@@ -49,7 +49,10 @@ WITH ext AS (
            ('key_locks', 'v'),
            ('checkpoints', 'r'),
            ('checkpoint_heads', 'r'),
-           ('checkpoint_blobs', 'r')
+           ('checkpoint_blobs', 'r'),
+           ('runs', 'r'),
+           ('run_logs', 'r'),
+           ('run_log_entries', 'r')
 ), columns (relname, attname, types, not_null, collated) AS (
     VALUES
     ('instances'::pg_catalog.name, 'key'::pg_catalog.name,
@@ -83,7 +86,25 @@ WITH ext AS (
     ('checkpoint_heads', 'thread_id', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
     ('checkpoint_heads', 'head_id', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
     ('checkpoint_blobs', 'key', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
-    ('checkpoint_blobs', 'refcount', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], true, false)
+    ('checkpoint_blobs', 'refcount', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], true, false),
+    ('runs', 'run_id', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
+    ('runs', 'thread_id', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
+    ('runs', 'status', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
+    ('runs', 'started_at', ARRAY['pg_catalog.float8']::pg_catalog.regtype[], true, false),
+    ('runs', 'finished_at', ARRAY['pg_catalog.float8']::pg_catalog.regtype[], false, false),
+    ('runs', 'error', ARRAY['pg_catalog.jsonb']::pg_catalog.regtype[], false, false),
+    ('runs', 'usage', ARRAY['pg_catalog.jsonb']::pg_catalog.regtype[], false, false),
+    ('runs', 'sandbox_key', ARRAY['pg_catalog.text']::pg_catalog.regtype[], false, true),
+    ('runs', 'detached_since', ARRAY['pg_catalog.float8']::pg_catalog.regtype[], false, false),
+    ('runs', 'cancel_requested', ARRAY['pg_catalog.bool']::pg_catalog.regtype[], false, false),
+    ('runs', 'driver_epoch', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], false, false),
+    ('run_logs', 'run_id', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
+    ('run_logs', 'last_seq', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], true, false),
+    ('run_logs', 'closed_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false),
+    ('run_logs', 'updated_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], true, false),
+    ('run_log_entries', 'run_id', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
+    ('run_log_entries', 'seq', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], true, false),
+    ('run_log_entries', 'chunk', ARRAY['pg_catalog.jsonb']::pg_catalog.regtype[], true, false)
 ), found AS (
     SELECT r.relname, r.relkind, m.oid
       FROM relations r

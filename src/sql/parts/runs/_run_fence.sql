@@ -1,0 +1,26 @@
+-- The fence of a log write (append, upsert, close) of run_id: reads the
+-- runs row FOR SHARE (run_claim's UPDATE waits for the write's transaction,
+-- or the write sees the claim) and raises SB001 unless the write may go on:
+-- without an epoch, while the run has no runs row or no driver has claimed
+-- it; with one, when it is the run's current driver_epoch.  Returns the
+-- run's status (NULL without a runs row).
+CREATE FUNCTION sandbox_store_internal._run_fence(run_id pg_catalog.text, epoch pg_catalog.int8)
+RETURNS pg_catalog.text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_status pg_catalog.text;
+    v_epoch pg_catalog.int8;
+BEGIN
+    SELECT r.status, r.driver_epoch INTO v_status, v_epoch
+      FROM ONLY sandbox_store.runs r
+     WHERE r.run_id OPERATOR(pg_catalog.=) _run_fence.run_id
+       FOR SHARE;
+    IF epoch IS NULL AND v_epoch IS NOT NULL
+       OR epoch IS NOT NULL AND v_epoch IS DISTINCT FROM epoch THEN
+        PERFORM sandbox_store_internal._run_stale(_run_fence.run_id, epoch, v_epoch, v_status IS NOT NULL);
+    END IF;
+    RETURN v_status;
+END
+$$;

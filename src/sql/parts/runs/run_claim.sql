@@ -1,0 +1,35 @@
+-- Claim a run for a driver: raise its driver_epoch by one, in one
+-- compare-and-set UPDATE (which waits for the log writes in flight that
+-- read the runs row FOR SHARE), and return the new epoch.
+CREATE FUNCTION sandbox_store.run_claim(run_id pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    v_epoch pg_catalog.int8;
+    v_status pg_catalog.text;
+BEGIN
+    PERFORM sandbox_store_internal._run_id(run_claim.run_id, 'run id', 1024);
+    UPDATE ONLY sandbox_store.runs r
+       SET driver_epoch = COALESCE(r.driver_epoch, 0) OPERATOR(pg_catalog.+) 1
+     WHERE r.run_id OPERATOR(pg_catalog.=) run_claim.run_id
+       AND r.status OPERATOR(pg_catalog.<>) ALL (ARRAY['completed', 'failed', 'aborted'])
+    RETURNING r.driver_epoch INTO v_epoch;
+    IF v_epoch IS NULL THEN
+        SELECT r.status INTO v_status FROM ONLY sandbox_store.runs r
+         WHERE r.run_id OPERATOR(pg_catalog.=) run_claim.run_id;
+        IF v_status IS NULL THEN
+            PERFORM sandbox_store_internal._run_raise('SBR01', format('run %s does not exist', to_jsonb(run_claim.run_id)),
+                'Only a run that run_create_or_resume made can be claimed.');
+        END IF;
+        PERFORM sandbox_store_internal._run_raise('SBR02', format('run %s is finished', to_jsonb(run_claim.run_id)),
+            format('Its status is %s; a finished run cannot be claimed.', v_status));
+    END IF;
+    RETURN v_epoch;
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.run_claim(pg_catalog.text) IS
+'Claim the run for a driver: its driver epoch goes up by one (from 1), and the new epoch is returned; writes carrying an older epoch, or none, are refused (SB001) from then on. SBR01 if the run does not exist, SBR02 if its status is completed, failed or aborted.';

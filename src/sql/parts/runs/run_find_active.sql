@@ -1,0 +1,19 @@
+-- RunStore.findActiveRun.
+CREATE FUNCTION sandbox_store.run_find_active(thread_id pg_catalog.text)
+RETURNS pg_catalog.jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+BEGIN
+    PERFORM sandbox_store_internal._run_id(run_find_active.thread_id, 'thread id', 1000);
+    RETURN (SELECT sandbox_store_internal._run_record(r) FROM ONLY sandbox_store.runs r
+             WHERE r.thread_id OPERATOR(pg_catalog.=) run_find_active.thread_id
+               AND r.status OPERATOR(pg_catalog.=) 'running'
+             ORDER BY r.started_at DESC, r.run_id COLLATE "C" DESC
+             LIMIT 1);
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.run_find_active(pg_catalog.text) IS
+'The running run of a thread with the latest startedAt (ties: the greatest run id as UTF-8 bytes) as RunRecord JSON, or NULL.';

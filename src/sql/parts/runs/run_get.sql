@@ -1,0 +1,16 @@
+-- RunStore.get.
+CREATE FUNCTION sandbox_store.run_get(run_id pg_catalog.text)
+RETURNS pg_catalog.jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+BEGIN
+    PERFORM sandbox_store_internal._run_id(run_get.run_id, 'run id', 1024);
+    RETURN (SELECT sandbox_store_internal._run_record(r) FROM ONLY sandbox_store.runs r
+             WHERE r.run_id OPERATOR(pg_catalog.=) run_get.run_id);
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.run_get(pg_catalog.text) IS
+'The record of the run as RunRecord JSON (fields that are not set are absent), or NULL.';

@@ -1,0 +1,18 @@
+-- RunStore.listByThread.
+CREATE FUNCTION sandbox_store.run_list_by_thread(thread_id pg_catalog.text)
+RETURNS SETOF pg_catalog.jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+BEGIN
+    PERFORM sandbox_store_internal._run_id(run_list_by_thread.thread_id, 'thread id', 1000);
+    RETURN QUERY
+        SELECT sandbox_store_internal._run_record(r) FROM ONLY sandbox_store.runs r
+         WHERE r.thread_id OPERATOR(pg_catalog.=) run_list_by_thread.thread_id
+         ORDER BY r.started_at, r.run_id COLLATE "C";
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.run_list_by_thread(pg_catalog.text) IS
+'The runs of a thread as RunRecord JSON, by startedAt, then run id as UTF-8 bytes.';

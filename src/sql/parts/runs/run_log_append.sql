@@ -1,0 +1,71 @@
+-- The hot path: append chunks to the log of run_id as its next entries, in
+-- few statements: the log row's upsert (which locks it: appenders of one
+-- run are serialized and commit in seq order) returning the seq before
+-- them, the fence (the runs row FOR SHARE), one INSERT ... SELECT of the
+-- entries, one notification.
+CREATE FUNCTION sandbox_store.run_log_append(
+    run_id pg_catalog.text,
+    chunks pg_catalog.jsonb,
+    epoch pg_catalog.int8 DEFAULT NULL)
+RETURNS pg_catalog.int8[]
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    n pg_catalog.int4;
+    objects pg_catalog.bool;
+    v_last pg_catalog.int8;
+    v_closed pg_catalog.timestamptz;
+    v_status pg_catalog.text;
+BEGIN
+    IF run_log_append.run_id IS NULL OR octet_length(run_log_append.run_id) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM sandbox_store_internal._run_id(run_log_append.run_id, 'run id', 1024);
+    END IF;
+    IF jsonb_typeof(run_log_append.chunks) IS DISTINCT FROM 'array' THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
+            format('chunks is a JSON array of JSON objects; the value given is %s.',
+                   COALESCE(jsonb_typeof(run_log_append.chunks), 'missing')));
+    END IF;
+    SELECT count(*), COALESCE(bool_and(jsonb_typeof(c) OPERATOR(pg_catalog.=) 'object'), true)
+      INTO n, objects
+      FROM jsonb_array_elements(run_log_append.chunks) c;
+    IF NOT objects THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
+            'chunks is a JSON array of JSON objects; an element is not an object.');
+    END IF;
+    IF run_log_append.epoch OPERATOR(pg_catalog.<) 1 THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
+            format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_log_append.epoch));
+    END IF;
+    IF n OPERATOR(pg_catalog.=) 0 THEN
+        PERFORM sandbox_store_internal._run_fence(run_log_append.run_id, run_log_append.epoch);
+        RETURN '{}';
+    END IF;
+
+    INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
+    VALUES (run_log_append.run_id, n, clock_timestamp())
+    ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE
+       SET last_seq = l.last_seq OPERATOR(pg_catalog.+) EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at
+    RETURNING l.last_seq OPERATOR(pg_catalog.-) n, l.closed_at INTO v_last, v_closed;
+
+    v_status := sandbox_store_internal._run_fence(run_log_append.run_id, run_log_append.epoch);
+    IF v_closed IS NOT NULL THEN
+        PERFORM sandbox_store_internal._run_raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_append.run_id)),
+            'A closed log takes no more entries.  Nothing was changed.');
+    END IF;
+    IF v_status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'aborted']) THEN
+        PERFORM sandbox_store_internal._run_raise('SBR02', format('run %s is finished', to_jsonb(run_log_append.run_id)),
+            format('Its status is %s: its log takes no more entries.  Nothing was changed.', v_status));
+    END IF;
+
+    INSERT INTO sandbox_store.run_log_entries (run_id, seq, chunk)
+    SELECT run_log_append.run_id, v_last OPERATOR(pg_catalog.+) x.i, x.c
+      FROM jsonb_array_elements(run_log_append.chunks) WITH ORDINALITY x(c, i);
+    PERFORM pg_notify('sandbox_store_run_log', run_log_append.run_id);
+    RETURN ARRAY(SELECT generate_series(v_last OPERATOR(pg_catalog.+) 1, v_last OPERATOR(pg_catalog.+) n));
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8) IS
+'Append chunks (a JSON array of JSON objects) to the run''s log as its next entries and return their seqs, in order; the log is created by its first write. Fenced like every log write (SB001 for a stale epoch, or none once a driver claimed the run); SBR02 if the log is closed or the run finished. Notifies channel sandbox_store_run_log with the run id.';

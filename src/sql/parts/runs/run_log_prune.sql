@@ -1,0 +1,54 @@
+-- Delete the logs that are finished and quiet (the log row and its
+-- entries): closed at least older_than ago, or open with a runs row whose
+-- status is terminal and last written at least older_than ago.  An open log
+-- of a run that is not finished, or without a runs row, is kept; run
+-- records are never deleted.  At most max_logs (NULL: no limit), oldest
+-- first; logs another transaction has locked are skipped.
+CREATE FUNCTION sandbox_store.run_log_prune(
+    older_than pg_catalog.interval,
+    max_logs pg_catalog.int4 DEFAULT NULL)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    cutoff pg_catalog.timestamptz;
+    pruned pg_catalog.int8;
+BEGIN
+    IF run_log_prune.older_than IS NULL OR run_log_prune.older_than OPERATOR(pg_catalog.<) '0'::pg_catalog.interval
+       OR NOT isfinite(run_log_prune.older_than) THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid older_than',
+            format('older_than is a finite interval, 0 or more; the value given is %s.',
+                   COALESCE(run_log_prune.older_than::pg_catalog.text, 'missing')));
+    END IF;
+    IF run_log_prune.max_logs OPERATOR(pg_catalog.<) 0 THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid max_logs',
+            format('max_logs is 0 or more, or NULL for no limit; the value given is %s.', run_log_prune.max_logs));
+    END IF;
+    cutoff := clock_timestamp() OPERATOR(pg_catalog.-) run_log_prune.older_than;
+    WITH victims AS (
+        SELECT l.run_id FROM ONLY sandbox_store.run_logs l
+         WHERE (l.closed_at IS NOT NULL AND l.closed_at OPERATOR(pg_catalog.<=) cutoff)
+            OR (l.closed_at IS NULL AND l.updated_at OPERATOR(pg_catalog.<=) cutoff
+                AND EXISTS (SELECT FROM ONLY sandbox_store.runs r
+                             WHERE r.run_id OPERATOR(pg_catalog.=) l.run_id
+                               AND r.status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'aborted'])))
+         ORDER BY COALESCE(l.closed_at, l.updated_at), l.run_id COLLATE "C"
+         LIMIT run_log_prune.max_logs
+           FOR UPDATE OF l SKIP LOCKED
+    ), entries AS (
+        DELETE FROM ONLY sandbox_store.run_log_entries e USING victims v
+         WHERE e.run_id OPERATOR(pg_catalog.=) v.run_id
+    ), logs AS (
+        DELETE FROM ONLY sandbox_store.run_logs l USING victims v
+         WHERE l.run_id OPERATOR(pg_catalog.=) v.run_id
+        RETURNING l.run_id
+    )
+    SELECT count(*) INTO pruned FROM logs;
+    RETURN pruned;
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.run_log_prune(pg_catalog.interval, pg_catalog.int4) IS
+'Delete the run logs (log and entries) that are finished and quiet: closed at least older_than ago, or open, of a run whose status is completed, failed or aborted, and last written at least older_than ago. An open log of an unfinished run, or of no run record, is kept; run records are never deleted. At most max_logs (NULL: no limit), oldest first, skipping logs another transaction holds. Returns how many were deleted.';

@@ -1,0 +1,113 @@
+-- RunStore.update: apply a patch of RunRecord fields (camelCase keys; a key
+-- with JSON null clears its field, an absent key leaves it).  With epoch,
+-- the run's driver_epoch must be epoch (SB001 otherwise); driverEpoch in
+-- the patch may raise the epoch or keep it, never lower or clear it
+-- (SB001).  False for an unknown run, true otherwise.
+CREATE FUNCTION sandbox_store.run_update(
+    run_id pg_catalog.text,
+    patch pg_catalog.jsonb,
+    epoch pg_catalog.int8 DEFAULT NULL)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+AS $$
+DECLARE
+    bad pg_catalog.text;
+    v_finished pg_catalog.float8;
+    v_detached pg_catalog.float8;
+    v_driver pg_catalog.int8;
+    v_current pg_catalog.int8;
+BEGIN
+    PERFORM sandbox_store_internal._run_id(run_update.run_id, 'run id', 1024);
+    IF jsonb_typeof(run_update.patch) IS DISTINCT FROM 'object' THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid run patch',
+            format('A patch is a JSON object; the value given is %s.',
+                   COALESCE(jsonb_typeof(run_update.patch), 'missing')));
+    END IF;
+    SELECT k INTO bad FROM jsonb_object_keys(run_update.patch) k
+     WHERE k OPERATOR(pg_catalog.<>) ALL (ARRAY['status', 'finishedAt', 'error', 'usage', 'sandboxKey',
+                                               'detachedSince', 'cancelRequested', 'driverEpoch'])
+     ORDER BY k COLLATE "C" LIMIT 1;
+    IF bad IS NOT NULL THEN
+        PERFORM sandbox_store_internal._run_raise('22023', format('invalid patch key %s', to_jsonb(bad)),
+            'A patch has the keys status, finishedAt, error, usage, sandboxKey, detachedSince, cancelRequested and driverEpoch.');
+    END IF;
+    IF run_update.patch ? 'status'
+       AND (jsonb_typeof(run_update.patch -> 'status') IS DISTINCT FROM 'string'
+            OR run_update.patch ->> 'status' NOT IN ('running', 'interrupted', 'completed', 'failed', 'aborted')) THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key status',
+            format('A status is running, interrupted, completed, failed or aborted, and cannot be cleared; the value given is %s.',
+                   run_update.patch -> 'status'));
+    END IF;
+    IF run_update.patch ? 'finishedAt' THEN
+        v_finished := sandbox_store_internal._run_patch_number(run_update.patch, 'finishedAt');
+    END IF;
+    IF run_update.patch ? 'detachedSince' THEN
+        v_detached := sandbox_store_internal._run_patch_number(run_update.patch, 'detachedSince');
+    END IF;
+    SELECT k INTO bad FROM (VALUES ('error'), ('usage')) v(k)
+     WHERE run_update.patch ? k AND jsonb_typeof(run_update.patch -> k) NOT IN ('object', 'null')
+     LIMIT 1;
+    IF bad IS NOT NULL THEN
+        PERFORM sandbox_store_internal._run_raise('22023', format('invalid patch key %s', bad),
+            format('%s is a JSON object or null; the value given is %s.', bad, run_update.patch -> bad));
+    END IF;
+    IF run_update.patch ? 'sandboxKey' AND jsonb_typeof(run_update.patch -> 'sandboxKey') NOT IN ('string', 'null') THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key sandboxKey',
+            format('sandboxKey is a string or null; the value given is %s.', run_update.patch -> 'sandboxKey'));
+    END IF;
+    IF run_update.patch ? 'cancelRequested' AND jsonb_typeof(run_update.patch -> 'cancelRequested') NOT IN ('boolean', 'null') THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key cancelRequested',
+            format('cancelRequested is true, false or null; the value given is %s.', run_update.patch -> 'cancelRequested'));
+    END IF;
+    IF run_update.patch ? 'driverEpoch' AND jsonb_typeof(run_update.patch -> 'driverEpoch') OPERATOR(pg_catalog.<>) 'null' THEN
+        IF jsonb_typeof(run_update.patch -> 'driverEpoch') IS DISTINCT FROM 'number'
+           OR run_update.patch ->> 'driverEpoch' !~ '^[0-9]{1,18}$'
+           OR (run_update.patch ->> 'driverEpoch')::pg_catalog.int8 OPERATOR(pg_catalog.<) 1 THEN
+            PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key driverEpoch',
+                format('driverEpoch is a whole number, 1 or more; the value given is %s.', run_update.patch -> 'driverEpoch'));
+        END IF;
+        v_driver := (run_update.patch ->> 'driverEpoch')::pg_catalog.int8;
+    END IF;
+    IF run_update.epoch IS NOT NULL AND run_update.epoch OPERATOR(pg_catalog.<) 1 THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
+            format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_update.epoch));
+    END IF;
+
+    SELECT r.driver_epoch INTO v_current FROM ONLY sandbox_store.runs r
+     WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id
+       FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF run_update.epoch IS NOT NULL AND v_current IS DISTINCT FROM run_update.epoch THEN
+        PERFORM sandbox_store_internal._run_stale(run_update.run_id, run_update.epoch, v_current, true);
+    END IF;
+    IF run_update.patch ? 'driverEpoch' AND (v_driver IS NULL OR v_driver OPERATOR(pg_catalog.<) v_current) THEN
+        PERFORM sandbox_store_internal._run_raise('SB001',
+            format('the driver epoch of run %s is not current', to_jsonb(run_update.run_id)),
+            format('The patch %s driverEpoch, and the current epoch is %s: an epoch is never lowered or cleared.  Nothing was changed.',
+                   CASE WHEN v_driver IS NULL THEN 'clears' ELSE 'sets ' || v_driver || ' as' END,
+                   COALESCE(v_current::pg_catalog.text, 'none')));
+    END IF;
+
+    UPDATE ONLY sandbox_store.runs r SET
+        status = CASE WHEN run_update.patch ? 'status' THEN run_update.patch ->> 'status' ELSE r.status END,
+        finished_at = CASE WHEN run_update.patch ? 'finishedAt' THEN v_finished ELSE r.finished_at END,
+        error = CASE WHEN run_update.patch ? 'error'
+                     THEN NULLIF(run_update.patch -> 'error', 'null'::pg_catalog.jsonb) ELSE r.error END,
+        usage = CASE WHEN run_update.patch ? 'usage'
+                     THEN NULLIF(run_update.patch -> 'usage', 'null'::pg_catalog.jsonb) ELSE r.usage END,
+        sandbox_key = CASE WHEN run_update.patch ? 'sandboxKey' THEN run_update.patch ->> 'sandboxKey' ELSE r.sandbox_key END,
+        detached_since = CASE WHEN run_update.patch ? 'detachedSince' THEN v_detached ELSE r.detached_since END,
+        cancel_requested = CASE WHEN run_update.patch ? 'cancelRequested'
+                                THEN (run_update.patch ->> 'cancelRequested')::pg_catalog.bool ELSE r.cancel_requested END,
+        driver_epoch = CASE WHEN run_update.patch ? 'driverEpoch' THEN v_driver ELSE r.driver_epoch END
+     WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id;
+    RETURN true;
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.run_update(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8) IS
+'Apply a patch of RunRecord fields to the run (status, finishedAt, error, usage, sandboxKey, detachedSince, cancelRequested, driverEpoch; a key with null clears its field, except status): false for an unknown run, true otherwise. With epoch: refused (SB001, nothing changed) unless it is the run''s current driver epoch. A driverEpoch in the patch may keep or raise the epoch, never lower or clear it (SB001).';
