@@ -7,6 +7,7 @@ import {
   RUN_GET_SQL,
   RUN_UPDATE_SQL,
   registerClaim,
+  runInClaim,
   runRecordFromText,
   seqNumber,
   type LiveClaim,
@@ -194,7 +195,7 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
         timer.unref();
       }
       try {
-        return await fn({ runId, epoch, signal: controller.signal });
+        return await runInClaim(pool, state, () => fn({ runId, epoch, signal: controller.signal }));
       } finally {
         state.ended = true;
         clearInterval(timer);
@@ -254,6 +255,7 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
           while (pending.length > 0 && failure === undefined) await log.append(pending.splice(0, batchMax));
         } catch (error) {
           failure = { error };
+          if (error instanceof ClaimLostError && !signal.aborted) state.controller.abort(error);
         } finally {
           inFlight = undefined;
         }
@@ -307,7 +309,12 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
       });
       await drain();
     }
-    await log.close();
+    try {
+      await log.close();
+    } catch (error) {
+      if (error instanceof ClaimLostError && !signal.aborted) state.controller.abort(error);
+      throw error;
+    }
     const finished = outcome ?? { status: 'completed' as const };
     const patch: RunRecordPatch = { status: finished.status, finishedAt: Date.now() };
     if (finished.error !== undefined) patch.error = finished.error;

@@ -6,6 +6,7 @@
  * Records and chunks come back as jsonb's text, parsed here (whatever type
  * parsers the app installed).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Pool } from 'pg';
 
 import { InvalidLogOffsetError, SandboxStoreError } from '../errors.js';
@@ -169,7 +170,9 @@ export function decodeOffset(offset: unknown): { runId: string; seq: number } {
  * The registry of this process's live driver claims, per pool and run: the
  * run store passes a claim's epoch with its updates, and a fenced write
  * refused with SB001 aborts the claim it was made under.  Entries exist
- * only while a claim's `fn` runs.
+ * only while a claim's `fn` runs.  Inside a claim's call chain its own claim
+ * is found first (an AsyncLocalStorage context), so that a host's updates
+ * carry its own epoch even if a later claim of the run lives in the process.
  */
 
 /** A live claim of a run driver of this package. */
@@ -198,7 +201,19 @@ export function registerClaim(pool: Pool, claim: LiveClaim): () => void {
   };
 }
 
-/** The live claim this process holds on `runId` over `pool`, if any. */
+const claimChain = new AsyncLocalStorage<ReadonlyArray<{ pool: Pool; claim: LiveClaim }>>();
+
+/** Run `fn` with `claim` in its call chain's context. */
+export function runInClaim<T>(pool: Pool, claim: LiveClaim, fn: () => Promise<T>): Promise<T> {
+  return claimChain.run([...(claimChain.getStore() ?? []), { pool, claim }], fn);
+}
+
+/** The live claim this process holds on `runId` over `pool` (the call chain's own first), if any. */
 export function liveClaim(pool: Pool, runId: string): LiveClaim | undefined {
+  const chain = claimChain.getStore() ?? [];
+  for (let i = chain.length - 1; i >= 0; i--) {
+    const entry = chain[i];
+    if (entry !== undefined && entry.pool === pool && entry.claim.runId === runId) return entry.claim;
+  }
   return claimsByPool.get(pool)?.get(runId);
 }
