@@ -41,6 +41,13 @@ CREATE TEMP TABLE documented (fn) AS VALUES
   ('sandbox_store.checkpoint_delete_head'), ('sandbox_store.checkpoint_fork'),
   ('sandbox_store.checkpoint_get'), ('sandbox_store.checkpoint_list'),
   ('sandbox_store.checkpoint_head'), ('sandbox_store.checkpoint_blob_references'),
+  ('sandbox_store.run_create_or_resume'), ('sandbox_store.run_get'),
+  ('sandbox_store.run_update'), ('sandbox_store.run_list_by_thread'),
+  ('sandbox_store.run_list_reclaimable'), ('sandbox_store.run_find_active'),
+  ('sandbox_store.run_claim'), ('sandbox_store.run_log_append'),
+  ('sandbox_store.run_log_upsert'), ('sandbox_store.run_log_close'),
+  ('sandbox_store.run_log_read'), ('sandbox_store.run_log_status'),
+  ('sandbox_store.run_log_prune'),
   ('sandbox_store.edition'), ('sandbox_store.unsupported_changes'),
   ('sandbox_store.distribute');
 CREATE TEMP VIEW app_callable AS

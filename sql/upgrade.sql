@@ -1,8 +1,8 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> 1.2 -> 1.3 -> 1.4) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.4.1 -> 1.5) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
--- with a fresh CREATE EXTENSION (1.4's single install script).  Then a 1.1
+-- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
 -- work on at 1.3; and a 1.3 database whose admin added a column, which 1.4
 -- refuses to update until the column is gone.

@@ -6,7 +6,7 @@
 BEGIN;
 DO $i$ BEGIN IF to_regnamespace('sandbox_store_harness') IS NULL THEN CREATE EXTENSION IF NOT EXISTS sandbox_store; ELSE PERFORM sandbox_store_harness.install(); END IF; END $i$;
 
-SELECT plan(100);
+SELECT plan(114);
 
 -- Which edition is installed: c, pg_tle or plain (the SQL edition's plain
 -- script makes no extension, so what concerns pg_extension is skipped for
@@ -67,7 +67,7 @@ SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
 
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
-SELECT is((SELECT version FROM edition), '1.4.1', 'the installed version is 1.4.1');
+SELECT is((SELECT version FROM edition), '1.5', 'the installed version is 1.5');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -124,9 +124,12 @@ SELECT set_eq(
           'sandbox_upsert_release', 'unsupported_changes', 'edition',
           'checkpoint_acquire_writer', 'checkpoint_renew_writer', 'checkpoint_release_writer',
           'checkpoint_append', 'checkpoint_delete_head', 'checkpoint_fork', 'checkpoint_get',
-          'checkpoint_list', 'checkpoint_head', 'checkpoint_blob_references']
+          'checkpoint_list', 'checkpoint_head', 'checkpoint_blob_references',
+          'run_create_or_resume', 'run_get', 'run_update', 'run_list_by_thread', 'run_list_reclaimable',
+          'run_find_active', 'run_claim', 'run_log_append', 'run_log_upsert', 'run_log_close',
+          'run_log_read', 'run_log_status', 'run_log_prune']
       || CASE WHEN (SELECT edition FROM edition) = 'c' THEN ARRAY['guard'] ELSE ARRAY[]::text[] END,
-    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, edition and the ten checkpoint functions (1.4), and in the C edition guard; no helper (1.4.1)');
+    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, edition and the ten checkpoint functions (1.4), the thirteen run functions (1.5), and in the C edition guard; no helper (1.4.1)');
 SELECT has_function('sandbox_store', 'distribute', ARRAY[]::text[], 'distribute() exists');
 SELECT function_returns('sandbox_store', 'distribute', ARRAY[]::text[], 'void', 'distribute returns void');
 SELECT function_returns('sandbox_store', 'unsupported_changes', ARRAY[]::text[], 'setof text',
@@ -295,6 +298,72 @@ SELECT is_empty(
           AND p.provolatile <> 'v' $$,
     'the functions that write, claim or look at locks are VOLATILE'
 );
+
+-- Runs and run logs (1.5) --------------------------------------------------
+
+SELECT columns_are('sandbox_store', 'runs',
+    ARRAY['run_id', 'thread_id', 'status', 'started_at', 'finished_at', 'error', 'usage',
+          'sandbox_key', 'detached_since', 'cancel_requested', 'driver_epoch'],
+    'runs has the columns of a RunRecord and driver_epoch');
+SELECT col_is_pk('sandbox_store', 'runs', 'run_id', 'the primary key of sandbox_store.runs is (run_id)');
+SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod)
+                                        || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END, ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute a
+            WHERE a.attrelid = 'sandbox_store.runs'::regclass AND a.attnum > 0 AND NOT a.attisdropped),
+    'run_id text not null, thread_id text not null, status text not null, started_at double precision not null, '
+    'finished_at double precision, error jsonb, usage jsonb, sandbox_key text, detached_since double precision, '
+    'cancel_requested boolean, driver_epoch bigint',
+    'runs: the types (times are float8, exactly the JavaScript numbers) and NOT NULL of its columns');
+SELECT is_indexed('sandbox_store', 'runs', ARRAY['thread_id', 'started_at', 'run_id'],
+    'runs has an index on (thread_id, started_at, run_id) for run_list_by_thread and run_find_active');
+SELECT is((SELECT pg_catalog.pg_get_expr(i.indpred, i.indrelid) FROM pg_catalog.pg_index i
+            WHERE i.indexrelid = 'sandbox_store.runs_detached_idx'::regclass),
+    '((status = ''running''::text) AND (detached_since IS NOT NULL))',
+    'runs has a partial index on detached_since of the detached running runs, for run_list_reclaimable');
+SELECT columns_are('sandbox_store', 'run_logs', ARRAY['run_id', 'last_seq', 'closed_at', 'updated_at'],
+    'run_logs has the columns run_id, last_seq, closed_at, updated_at');
+SELECT col_is_pk('sandbox_store', 'run_logs', 'run_id', 'the primary key of sandbox_store.run_logs is (run_id)');
+SELECT col_default_is('sandbox_store', 'run_logs', 'last_seq', '0', 'run_logs.last_seq starts at 0');
+SELECT columns_are('sandbox_store', 'run_log_entries', ARRAY['run_id', 'seq', 'chunk'],
+    'run_log_entries has the columns run_id, seq, chunk');
+SELECT col_is_pk('sandbox_store', 'run_log_entries', ARRAY['run_id', 'seq'],
+    'the primary key of sandbox_store.run_log_entries is (run_id, seq)');
+SELECT is((SELECT count(*)::int FROM pg_catalog.pg_constraint
+            WHERE conrelid = 'sandbox_store.run_log_entries'::regclass AND contype = 'f'),
+    0, 'run_log_entries has no foreign key (the append path does without its cost)');
+SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
+            THEN skip('the plain script makes no extension', 1)
+            ELSE ok(
+    (SELECT ARRAY['sandbox_store.runs', 'sandbox_store.run_logs', 'sandbox_store.run_log_entries']::regclass[]::oid[]
+            <@ extconfig FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
+    'runs, run_logs and run_log_entries are registered with pg_extension_config_dump') END;
+SELECT results_eq(
+    $$ SELECT p.proname::text COLLATE "default", pg_catalog.pg_get_function_arguments(p.oid), pg_catalog.pg_get_function_result(p.oid),
+              p.provolatile::text, p.prosecdef
+         FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname LIKE 'run\_%'
+        ORDER BY p.proname $$,
+    $$ VALUES
+       ('run_claim', 'run_id text', 'bigint', 'v', true),
+       ('run_create_or_resume', 'run_id text, thread_id text, started_at double precision, status text DEFAULT ''running''::text', 'jsonb', 'v', true),
+       ('run_find_active', 'thread_id text', 'jsonb', 's', true),
+       ('run_get', 'run_id text', 'jsonb', 's', true),
+       ('run_list_by_thread', 'thread_id text', 'SETOF jsonb', 's', true),
+       ('run_list_reclaimable', 'now double precision, ttl_ms double precision', 'SETOF jsonb', 's', true),
+       ('run_log_append', 'run_id text, chunks jsonb, epoch bigint DEFAULT NULL::bigint', 'bigint[]', 'v', true),
+       ('run_log_close', 'run_id text, epoch bigint DEFAULT NULL::bigint', 'boolean', 'v', true),
+       ('run_log_prune', 'older_than interval, max_logs integer DEFAULT NULL::integer', 'bigint', 'v', true),
+       ('run_log_read', 'run_id text, after bigint DEFAULT 0, max_rows integer DEFAULT NULL::integer', 'TABLE(seq bigint, chunk jsonb)', 's', true),
+       ('run_log_status', 'run_id text', 'TABLE(last_seq bigint, closed boolean)', 's', true),
+       ('run_log_upsert', 'run_id text, seqs bigint[], chunks jsonb, epoch bigint DEFAULT NULL::bigint', 'bigint[]', 'v', true),
+       ('run_update', 'run_id text, patch jsonb, epoch bigint DEFAULT NULL::bigint', 'boolean', 'v', true) $$,
+    'the run functions: argument names and defaults, results, volatility, SECURITY DEFINER');
+SELECT is_empty(
+    $$ SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace)
+          AND (p.proname LIKE 'run\_%' OR p.proname LIKE '\_run\_%')
+          AND NOT 'search_path=pg_catalog, pg_temp' = ANY (p.proconfig) $$,
+    'every run function and helper runs with search_path pg_catalog, pg_temp');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -12,14 +12,15 @@
 BEGIN;
 DO $i$ BEGIN IF to_regnamespace('sandbox_store_harness') IS NULL THEN CREATE EXTENSION IF NOT EXISTS sandbox_store; ELSE PERFORM sandbox_store_harness.install(); END IF; END $i$;
 
-SELECT plan(57);
+SELECT plan(105);
 
 CREATE ROLE sbtap_app NOLOGIN;
 CREATE ROLE sbtap_nobody NOLOGIN;
 GRANT USAGE ON SCHEMA sandbox_store TO sbtap_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO sbtap_app;
 
--- The fourteen functions of the store, with their argument types.
+-- The fourteen functions of the store, and the thirteen of the runs and
+-- run logs (1.5), with their argument types.
 CREATE TEMP TABLE fns (n int, name name, args name[]) ON COMMIT DROP;
 INSERT INTO fns VALUES
     (1, 'sandbox_upsert',
@@ -37,9 +38,22 @@ INSERT INTO fns VALUES
     (12, 'sandbox_lock_holder', ARRAY['text']),
     (13, 'sandbox_claim',      ARRAY['text', 'interval', 'interval']),
     (14, 'sandbox_upsert_release',
-        ARRAY['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone']);
+        ARRAY['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'timestamp with time zone']),
+    (15, 'run_create_or_resume', ARRAY['text', 'text', 'double precision', 'text']),
+    (16, 'run_get',              ARRAY['text']),
+    (17, 'run_update',           ARRAY['text', 'jsonb', 'bigint']),
+    (18, 'run_list_by_thread',   ARRAY['text']),
+    (19, 'run_list_reclaimable', ARRAY['double precision', 'double precision']),
+    (20, 'run_find_active',      ARRAY['text']),
+    (21, 'run_claim',            ARRAY['text']),
+    (22, 'run_log_append',       ARRAY['text', 'jsonb', 'bigint']),
+    (23, 'run_log_upsert',       ARRAY['text', 'bigint[]', 'jsonb', 'bigint']),
+    (24, 'run_log_close',        ARRAY['text', 'bigint']),
+    (25, 'run_log_read',         ARRAY['text', 'bigint', 'integer']),
+    (26, 'run_log_status',       ARRAY['text']),
+    (27, 'run_log_prune',        ARRAY['interval', 'integer']);
 
--- Catalog privileges (42 + 3 + 3 + 3 + 3 + 3 tests) ------------------------
+-- Catalog privileges (81 + 3 + 3 + 3 + 3 + 3 tests, then 9 for the run tables) ------------------------
 
 SELECT function_privs_are('sandbox_store', f.name, f.args, r.role, r.privs)
   FROM fns AS f
@@ -54,6 +68,14 @@ SELECT table_privs_are('sandbox_store', 'instances', 'sbtap_nobody', ARRAY[]::na
     'a role without grants has no privilege on table sandbox_store.instances');
 SELECT table_privs_are('sandbox_store', 'instances', 'public', ARRAY[]::name[],
     'PUBLIC has no privilege on table sandbox_store.instances');
+
+-- The tables of the runs and run logs (1.5): nothing for anyone but the
+-- owner; the functions reach them.
+SELECT table_privs_are('sandbox_store', t, r, ARRAY[]::name[],
+           format('%s has no privilege on table sandbox_store.%s', r, t))
+  FROM unnest(ARRAY['runs', 'run_logs', 'run_log_entries']::name[]) WITH ORDINALITY t(t, i)
+ CROSS JOIN unnest(ARRAY['sbtap_app', 'sbtap_nobody', 'public']::name[]) WITH ORDINALITY r(r, j)
+ ORDER BY i, j;
 
 SELECT table_privs_are('sandbox_store', 'leases', 'sbtap_app', ARRAY[]::name[],
     'the app role has no privilege on table sandbox_store.leases (functions only)');

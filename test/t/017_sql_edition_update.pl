@@ -1,16 +1,18 @@
 # 017_sql_edition_update.pl
 #
-# The SQL edition's update from 1.4 to 1.4.1, with data, as a role that is
+# The SQL edition's update from 1.4 (to 1.4.1, and on to the current
+# version), with data, as a role that is
 # not a superuser (docs/upgrading.md):
 #
 #   * through pg_tle (when the suites run with SB_EDITION=pg_tle, on a server
 #     with pg_tle and without the C edition): 1.4 registered from its
 #     released file (test/upgrade/sql-edition-1.4/) and created, then the
-#     1.4.1 registration (make sql-edition) and ALTER EXTENSION sandbox_store
+#     current registration (make sql-edition) and ALTER EXTENSION sandbox_store
 #     UPDATE;
 #   * the plain script (on any server): 1.4's released plain script, then
-#     dist/sandbox_store--1.4--1.4.1.sql with psql; that update script run a
-#     second time, or on a fresh 1.4.1, is refused and changes nothing.
+#     dist/sandbox_store--1.4--1.4.1.sql and the later updates with psql;
+#     the update script from 1.4 run a
+#     second time, or on a fresh install of the current version, is refused and changes nothing.
 #
 # Each keeps every record, the live claim (its holder renews and writes
 # with its token and fence), the checkpoints (lists, heads, checkpoints by
@@ -36,6 +38,8 @@ my $old = "$root/test/upgrade/sql-edition-1.4";
 my ($plain) = grep { !/pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
 my ($tle_script) = glob("$root/dist/sandbox_store-[0-9]*-pg_tle.sql");
 my $plain_update = "$root/dist/sandbox_store--1.4--1.4.1.sql";
+# (then the updates from 1.4.1 on to the current version, one after the other)
+my @later_updates = sort { $a cmp $b } glob("$root/dist/sandbox_store--1.4.1--*.sql");
 BAIL_OUT('no SQL edition in dist/: run make sql-edition')
   unless defined $plain && defined $tle_script && -f $plain_update;
 my ($version) = $plain =~ /sandbox_store-([0-9.]+)\.sql$/;
@@ -227,7 +231,12 @@ write_data('plain');
 my $was = state_of('plain');
 my $app_functions = join("\n", grep { !/^sandbox_store\._/ } split /\n/, $node->safe_psql('plain', $APP_FUNCTIONS));
 ($r, $e) = run_file('plain', $plain_update);
-is($r, 0, "plain: the update script to $version") or diag $e;
+is($r, 0, "plain: the update script to 1.4.1") or diag $e;
+for my $later (@later_updates)
+{
+	($r, $e) = run_file('plain', $later);
+	is($r, 0, "plain: then $later") or diag $e;
+}
 check_updated('plain', 'plain', $was, $app_functions);
 
 # Refused cleanly: a second run, and on a fresh 1.4.1.

@@ -41,6 +41,10 @@ use SandboxStoreTest;
 use Test::More;
 
 my $root = "$FindBin::RealBin/../..";
+# The tree's version (its library's): the library's own check (SB002) is
+# shown against a version newer than it.
+my ($tree_version) = slurp_file("$root/sandbox_store.control") =~ /^default_version = '([^']+)'/m;
+my $newer_version = "$tree_version.1";
 my $edition = $ENV{SB_EDITION} // 'c';
 
 # The commit of the 1.4 release.
@@ -183,7 +187,7 @@ sub c_edition
 	($err) = bg_run($pooled, sprintf($upsert, 'released', 'reconnected', $fence));
 	is(sqlstate_in($err), 'SB001', 'reconnected: the released fence is refused (SB001)');
 
-	# The 1.4.1 library's own check: the installed version newer than the
+	# This tree's library's own check (from 1.4.1 on): the installed version newer than the
 	# library, as the next update will leave it: a new extversion, and the C
 	# functions made again (as every update script makes them).
 	my $set_version = sub {
@@ -203,12 +207,12 @@ END
 \$\$;
 COMMIT;});
 	};
-	$set_version->('1.4.2');
+	$set_version->($newer_version);
 	($err) = bg_run($pooled_new, sprintf($upsert, 'live-1.4', 'c', $live));
-	is(sqlstate_in($err), 'SB002', 'installed 1.4.2, library 1.4.1: the next transaction\'s write is refused (SB002)');
+	is(sqlstate_in($err), 'SB002', "installed $newer_version, library $tree_version: the next transaction's write is refused (SB002)");
 	like(
 		$err,
-		qr/the sandbox_store library loaded in this session is older than the installed extension.*DETAIL:.*library of sandbox_store 1\.4\.1.*version 1\.4\.2.*HINT:\s+Reconnect/s,
+		qr/the sandbox_store library loaded in this session is older than the installed extension.*DETAIL:.*library of sandbox_store \Q$tree_version\E.*version \Q$newer_version\E.*HINT:\s+Reconnect/s,
 		'... with the versions and the hint to reconnect');
 	for my $call (
 		q{SELECT count(*) FROM sandbox_store.sandbox_get('live-1.4')},
@@ -216,25 +220,25 @@ COMMIT;});
 		q{SELECT count(*) FROM sandbox_store.checkpoint_acquire_writer('thread-2', 60000)})
 	{
 		($err) = bg_run($pooled_new, $call);
-		is(sqlstate_in($err), 'SB002', "installed 1.4.2, library 1.4.1: refused: $call");
+		is(sqlstate_in($err), 'SB002', "installed $newer_version, library $tree_version: refused: $call");
 	}
 	is(sqlstate_of($node, q{SELECT count(*) FROM sandbox_store.sandbox_get('live-1.4')}),
 		'SB002', 'a new session of the 1.4.1 library is refused as well');
 
 	# Within a transaction that was open when the update committed: the
 	# update replaced a function, and the next call sees it.
-	$set_version->('1.4.1');
+	$set_version->($tree_version);
 	($err) = bg_run($pooled_new, q{BEGIN; SELECT count(*) FROM sandbox_store.sandbox_get('live-1.4');});
-	is(sqlstate_in($err), 'ok', 'library and extension at 1.4.1 again: calls work');
-	$node->safe_psql('postgres', q{
+	is(sqlstate_in($err), 'ok', 'library and extension at the same version again: calls work');
+	$node->safe_psql('postgres', qq{
 BEGIN;
-UPDATE pg_catalog.pg_extension SET extversion = '1.4.2' WHERE extname = 'sandbox_store';
+UPDATE pg_catalog.pg_extension SET extversion = '$newer_version' WHERE extname = 'sandbox_store';
 ALTER FUNCTION sandbox_store.sandbox_get(text) ROWS 2;
 COMMIT;});
 	($err) = bg_run($pooled_new, sprintf($upsert, 'live-1.4', 'd', $live));
 	is(sqlstate_in($err), 'SB002', 'an update committed during an open transaction: its next call is refused (SB002)');
 	bg_run($pooled_new, 'ROLLBACK');
-	$set_version->('1.4.1');
+	$set_version->($tree_version);
 	($err) = bg_run($pooled_new, sprintf($upsert, 'live-1.4', 'e', $live));
 	is(sqlstate_in($err), 'ok', 'the same version again: the pooled session writes');
 	is( $node->safe_psql('postgres', q{SELECT provider_sandbox_id FROM sandbox_store.sandbox_get('live-1.4')}),

@@ -20,7 +20,8 @@ BEGIN
         END;
     END IF;
     PERFORM sandbox_store_internal._run_raise('22023', format('invalid patch key %s', key),
-        format('%s is a number of milliseconds (a finite JavaScript number) or null; the value given is %s.', key, v));
+        format('%s is a number of milliseconds (a finite JavaScript number) or null; the value given is %s.', key,
+               CASE WHEN jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number' THEN 'a number out of range' ELSE v::pg_catalog.text END));
     RETURN NULL;
 END
 $$;

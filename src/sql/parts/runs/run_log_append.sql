@@ -13,12 +13,14 @@ SET search_path = pg_catalog, pg_temp
 SET row_security = off
 AS $$
 DECLARE
-    n pg_catalog.int4;
-    objects pg_catalog.bool;
+    n pg_catalog.int8;
     v_last pg_catalog.int8;
     v_closed pg_catalog.timestamptz;
     v_status pg_catalog.text;
+    v_epoch pg_catalog.int8;
 BEGIN
+    -- (the checks are simple expressions, which PL/pgSQL evaluates without
+    -- running a query)
     IF run_log_append.run_id IS NULL OR octet_length(run_log_append.run_id) NOT BETWEEN 1 AND 1024 THEN
         PERFORM sandbox_store_internal._run_id(run_log_append.run_id, 'run id', 1024);
     END IF;
@@ -27,10 +29,7 @@ BEGIN
             format('chunks is a JSON array of JSON objects; the value given is %s.',
                    COALESCE(jsonb_typeof(run_log_append.chunks), 'missing')));
     END IF;
-    SELECT count(*), COALESCE(bool_and(jsonb_typeof(c) OPERATOR(pg_catalog.=) 'object'), true)
-      INTO n, objects
-      FROM jsonb_array_elements(run_log_append.chunks) c;
-    IF NOT objects THEN
+    IF jsonb_path_exists(run_log_append.chunks, '$[*] ? (@.type() != "object")') THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
             'chunks is a JSON array of JSON objects; an element is not an object.');
     END IF;
@@ -38,18 +37,28 @@ BEGIN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_log_append.epoch));
     END IF;
+    n := jsonb_array_length(run_log_append.chunks);
     IF n OPERATOR(pg_catalog.=) 0 THEN
         PERFORM sandbox_store_internal._run_fence(run_log_append.run_id, run_log_append.epoch);
-        RETURN '{}';
+        RETURN '{}'::pg_catalog.int8[];
     END IF;
 
+    -- The log row, locked, its tail moved past the new entries.
     INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
     VALUES (run_log_append.run_id, n, clock_timestamp())
     ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE
        SET last_seq = l.last_seq OPERATOR(pg_catalog.+) EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at
     RETURNING l.last_seq OPERATOR(pg_catalog.-) n, l.closed_at INTO v_last, v_closed;
 
-    v_status := sandbox_store_internal._run_fence(run_log_append.run_id, run_log_append.epoch);
+    -- The fence (as _run_fence, written out: this is the hot path).
+    SELECT r.status, r.driver_epoch INTO v_status, v_epoch
+      FROM ONLY sandbox_store.runs r
+     WHERE r.run_id OPERATOR(pg_catalog.=) run_log_append.run_id
+       FOR SHARE;
+    IF run_log_append.epoch IS NULL AND v_epoch IS NOT NULL
+       OR run_log_append.epoch IS NOT NULL AND v_epoch IS DISTINCT FROM run_log_append.epoch THEN
+        PERFORM sandbox_store_internal._run_stale(run_log_append.run_id, run_log_append.epoch, v_epoch, v_status IS NOT NULL);
+    END IF;
     IF v_closed IS NOT NULL THEN
         PERFORM sandbox_store_internal._run_raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_append.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');

@@ -13,7 +13,7 @@ SET search_path = pg_catalog, pg_temp
 SET row_security = off
 AS $$
 DECLARE
-    n pg_catalog.int4;
+    n pg_catalog.int8;
     objects pg_catalog.bool;
     bad pg_catalog.int8;
     v_last pg_catalog.int8;
@@ -48,7 +48,7 @@ BEGIN
     END IF;
     IF n OPERATOR(pg_catalog.=) 0 THEN
         PERFORM sandbox_store_internal._run_fence(run_log_upsert.run_id, run_log_upsert.epoch);
-        RETURN '{}';
+        RETURN '{}'::pg_catalog.int8[];
     END IF;
 
     -- The log row, locked (its last_seq as it was).

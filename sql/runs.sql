@@ -1,0 +1,292 @@
+\i sql/include/fresh.sql
+-- runs: runs and run logs (docs/reference.md, "Runs and run logs").
+-- Single-session behaviour of every function: the record's JSON shape, the
+-- patch rules, the driver epoch fence, the log's append, upsert, close,
+-- read and prune rules, every SQLSTATE once (and that a refused call
+-- changes nothing), the notification, and the app role's privileges.  The
+-- same output in both editions.
+SET client_min_messages = warning;
+-- pg_temp.why(q): 'ok', or the error's SQLSTATE, message and detail.
+CREATE FUNCTION pg_temp.why(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  m text;
+  d text;
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL;
+  RETURN SQLSTATE || ': ' || m || coalesce(' / ' || nullif(d, ''), '');
+END $$;
+-- pg_temp.state(): everything the tables hold (to show a refused call
+-- changed nothing).
+CREATE FUNCTION pg_temp.state() RETURNS text LANGUAGE sql AS $$
+  SELECT md5(coalesce((SELECT string_agg(r::text, ',' ORDER BY r.run_id) FROM sandbox_store.runs r), '')
+             || coalesce((SELECT string_agg(l::text, ',' ORDER BY l.run_id) FROM sandbox_store.run_logs l), '')
+             || coalesce((SELECT string_agg(e::text, ',' ORDER BY e.run_id, e.seq) FROM sandbox_store.run_log_entries e), ''))
+$$;
+
+--
+-- RunStore.  A record has runId, threadId, status and startedAt always, the
+-- other fields only when set (absent, never null).
+--
+SELECT sandbox_store.run_create_or_resume('r1', 't1', 1000);
+SELECT sandbox_store.run_create_or_resume('r2', 't1', 2000, 'interrupted');
+-- The existing record, unchanged: the other arguments are ignored.
+SELECT sandbox_store.run_create_or_resume('r1', 'other-thread', 5, 'failed');
+SELECT sandbox_store.run_get('r1'), sandbox_store.run_get('unknown') AS unknown;
+-- Every field set, then cleared with null (status stays).
+SELECT sandbox_store.run_update('r2', '{"status": "running", "finishedAt": 2500.25, "error": {"message": "boom", "code": "E1"},
+  "usage": {"tokens": 12}, "sandboxKey": "sbx/1", "detachedSince": 2400, "cancelRequested": true, "driverEpoch": 3}');
+SELECT sandbox_store.run_get('r2');
+SELECT sandbox_store.run_update('r2', '{"finishedAt": null, "error": null, "usage": null, "sandboxKey": null,
+  "detachedSince": null, "cancelRequested": false}');
+SELECT sandbox_store.run_get('r2');
+-- An absent key leaves its field; an unknown run: false, nothing made.
+SELECT sandbox_store.run_update('r2', '{}'), sandbox_store.run_update('nope', '{"status": "failed"}') AS unknown_run;
+SELECT count(*) AS runs FROM sandbox_store.runs;
+-- Numbers are the JavaScript numbers given, exactly, whatever the session's
+-- extra_float_digits.
+SET extra_float_digits = 0;
+SELECT sandbox_store.run_create_or_resume('f1', 't-float', 0.1::float8 + 0.2::float8) ->> 'startedAt' AS point_three;
+SELECT sandbox_store.run_update('f1', '{"finishedAt": 1e300, "detachedSince": 0.30000000000000004}');
+SELECT (r ->> 'startedAt')::float8 = 0.1::float8 + 0.2::float8 AS started_exact,
+       (r ->> 'finishedAt')::float8 = 1e300::float8 AS finished_exact,
+       (r ->> 'detachedSince')::float8 = 0.1::float8 + 0.2::float8 AS detached_exact,
+       jsonb_typeof(r -> 'finishedAt') AS kind
+  FROM sandbox_store.run_get('f1') r;
+RESET extra_float_digits;
+SELECT sandbox_store.run_create_or_resume('f2', 't-float', -1.5e-7) ->> 'startedAt' AS small;
+-- listByThread: by startedAt, then run id as bytes; findActiveRun: the
+-- running run with the latest startedAt (ties: the greatest run id).
+SELECT sandbox_store.run_create_or_resume(id, 't2', s, st) ->> 'runId'
+  FROM (VALUES ('b', 10, 'running'), ('B', 10, 'running'), ('a', 20, 'completed'), ('c', 5, 'running')) v(id, s, st);
+SELECT r ->> 'runId' AS run, r ->> 'startedAt' AS started FROM sandbox_store.run_list_by_thread('t2') r;
+SELECT sandbox_store.run_find_active('t2') ->> 'runId' AS active,
+       sandbox_store.run_find_active('t-none') AS none;
+-- listReclaimable: running, detached at now - ttl or earlier (inclusive),
+-- by detachedSince.
+SELECT sandbox_store.run_update(id, jsonb_build_object('detachedSince', d))
+  FROM (VALUES ('b', 100), ('B', 50), ('c', 101), ('a', 10)) v(id, d);
+SELECT r ->> 'runId' AS run FROM sandbox_store.run_list_reclaimable(150, 50) r;
+SELECT count(*) AS none FROM sandbox_store.run_list_reclaimable(150, 100.5) r;
+
+--
+-- The fence.  run_claim raises driver_epoch by one, from 1.
+--
+SELECT sandbox_store.run_create_or_resume('d1', 't-drv', 1) ->> 'runId';
+SELECT sandbox_store.run_log_append('d1', '[{"n": 1}]') AS unfenced_before_claim;
+SELECT sandbox_store.run_claim('d1') AS epoch1, sandbox_store.run_claim('d1') AS epoch2;
+SELECT sandbox_store.run_get('d1') -> 'driverEpoch' AS stored;
+SELECT pg_temp.state() AS before \gset
+-- A stale epoch, or none, is refused from then on (SB001), on every write.
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 2}]', 1)$$) AS stale_append;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 2}]')$$) AS unfenced_append;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('d1', '{2}', '[{"n": 2}]', 1)$$) AS stale_upsert;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_close('d1', 1)$$) AS stale_close;
+SELECT pg_temp.why($$SELECT sandbox_store.run_update('d1', '{"status": "failed"}', 1)$$) AS stale_update;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[]', 1)$$) AS stale_empty_append;
+-- An epoch to a run never claimed, or without a record.
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('r1', '[{"n": 1}]', 1)$$) AS never_claimed;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('no-record', '[{"n": 1}]', 1)$$) AS no_record;
+-- driverEpoch through a patch: lower or cleared is refused ...
+SELECT pg_temp.why($$SELECT sandbox_store.run_update('d1', '{"driverEpoch": 1}')$$) AS lower;
+SELECT pg_temp.why($$SELECT sandbox_store.run_update('d1', '{"driverEpoch": null}', 2)$$) AS cleared;
+SELECT pg_temp.state() = :'before' AS nothing_changed;
+-- ... the current epoch works; equal or higher is accepted (a raise is a
+-- claim: epoch 2's writes are refused after it).
+SELECT sandbox_store.run_log_append('d1', '[{"n": 2}, {"n": 3}]', 2) AS current_append;
+SELECT sandbox_store.run_update('d1', '{"driverEpoch": 2, "sandboxKey": "k"}', 2) AS same,
+       sandbox_store.run_update('d1', '{"driverEpoch": 7}') AS raised;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 4}]', 2)$$) AS after_raise;
+SELECT sandbox_store.run_claim('d1') AS next_claim;
+-- An unfenced update is accepted (RunStore.update of the middleware).
+SELECT sandbox_store.run_update('d1', '{"cancelRequested": true}') AS unfenced_update;
+SELECT sandbox_store.run_get('d1');
+
+--
+-- A finished run: not claimable (SBR02), its log takes no more entries
+-- (SBR02), but it can be closed.  An unknown run: SBR01.
+--
+SELECT sandbox_store.run_update('d1', '{"status": "completed", "finishedAt": 99}', 8);
+SELECT pg_temp.state() AS before \gset
+SELECT pg_temp.why($$SELECT sandbox_store.run_claim('d1')$$) AS claim_finished;
+SELECT pg_temp.why($$SELECT sandbox_store.run_claim('unknown')$$) AS claim_unknown;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 5}]', 8)$$) AS append_finished;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('d1', '{9}', '[{"n": 5}]', 8)$$) AS upsert_finished;
+SELECT pg_temp.state() = :'before' AS nothing_changed;
+SELECT sandbox_store.run_log_close('d1', 8) AS closed, sandbox_store.run_log_close('d1', 8) AS again;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('r1', '[{"n": 1}]')$$) AS open_log;
+SELECT sandbox_store.run_log_close('r1') AS closed;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('r1', '[{"n": 2}]')$$) AS append_closed;
+
+--
+-- The log.  No runs row is needed; append numbers the entries after the
+-- tail; read returns them after a seq, at most max_rows.
+--
+SELECT sandbox_store.run_log_status('L') AS no_log;
+SELECT sandbox_store.run_log_append('L', '[{"a": 1}, {"b": 2}, {"c": 3}]') AS first,
+       sandbox_store.run_log_append('L', '[]') AS empty;
+SELECT * FROM sandbox_store.run_log_status('L');
+SELECT sandbox_store.run_log_append('L', '[{"d": {"nested": [1, null, "x"]}}]') AS second;
+SELECT * FROM sandbox_store.run_log_read('L');
+SELECT * FROM sandbox_store.run_log_read('L', after => 1, max_rows => 2);
+SELECT count(*) AS none FROM sandbox_store.run_log_read('L', 4);
+SELECT count(*) AS zero_rows FROM sandbox_store.run_log_read('L', 0, 0);
+SELECT count(*) AS no_log FROM sandbox_store.run_log_read('no-such-log');
+-- An empty append makes no log.
+SELECT sandbox_store.run_log_append('E', '[]'), (SELECT count(*) FROM sandbox_store.run_log_status('E')) AS logs;
+-- upsert: a stored seq is replaced; a new one goes after the tail and every
+-- preceding new seq (gaps allowed); the tail is the greatest.
+SELECT sandbox_store.run_log_upsert('L', '{2, 4, 6, 9}', '[{"B": 2}, {"D": 4}, {"F": 6}, {"I": 9}]');
+SELECT * FROM sandbox_store.run_log_read('L');
+SELECT * FROM sandbox_store.run_log_status('L');
+SELECT sandbox_store.run_log_append('L', '[{"j": 10}]') AS after_the_tail;
+SELECT pg_temp.state() AS before \gset
+-- SBR03: a repeated seq; a new seq at or before the tail (in a gap, or not
+-- after a preceding new one of the batch).  The whole batch is checked
+-- first: its valid entries are not written either.
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('L', '{1, 11, 11}', '[{}, {}, {}]')$$) AS repeated;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('L', '{1, 7}', '[{"x": 1}, {"x": 7}]')$$) AS in_a_gap;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('L', '{13, 12}', '[{}, {}]')$$) AS before_a_new_one;
+SELECT pg_temp.state() = :'before' AS nothing_changed;
+SELECT sandbox_store.run_log_upsert('L', '{12, 10, 13}', '[{"l": 12}, {"J": 10}, {"m": 13}]') AS replaced_and_new;
+SELECT seq, chunk FROM sandbox_store.run_log_read('L', 8);
+SELECT sandbox_store.run_log_upsert('L', '{}', '[]') AS empty_upsert;
+-- close: true once; a closed log takes nothing (SBR02) but is read whole.
+SELECT sandbox_store.run_log_close('L') AS closed, sandbox_store.run_log_close('L') AS again;
+SELECT * FROM sandbox_store.run_log_status('L');
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('L', '{1}', '[{}]')$$) AS upsert_closed;
+SELECT count(*) AS entries FROM sandbox_store.run_log_read('L');
+-- close of a run without a log: a closed, empty log.
+SELECT sandbox_store.run_log_close('C') AS closed;
+SELECT * FROM sandbox_store.run_log_status('C');
+
+--
+-- Bad arguments: 22023, nothing changed.
+--
+SELECT pg_temp.state() AS before \gset
+SELECT q, pg_temp.why(q) FROM (VALUES
+  ($$SELECT sandbox_store.run_create_or_resume(NULL, 't', 1)$$),
+  ($$SELECT sandbox_store.run_create_or_resume('', 't', 1)$$),
+  ($$SELECT sandbox_store.run_create_or_resume(repeat('x', 1025), 't', 1)$$),
+  ($$SELECT sandbox_store.run_create_or_resume('x', repeat('t', 1001), 1)$$),
+  ($$SELECT sandbox_store.run_create_or_resume('x', 't', 'NaN')$$),
+  ($$SELECT sandbox_store.run_create_or_resume('x', 't', '-Infinity')$$),
+  ($$SELECT sandbox_store.run_create_or_resume('x', 't', 1, 'done')$$),
+  ($$SELECT sandbox_store.run_create_or_resume('r1', 't', 1, NULL)$$),
+  ($$SELECT sandbox_store.run_get('')$$),
+  ($$SELECT sandbox_store.run_list_by_thread(NULL)$$),
+  ($$SELECT sandbox_store.run_find_active('')$$),
+  ($$SELECT sandbox_store.run_list_reclaimable('Infinity', 1)$$),
+  ($$SELECT sandbox_store.run_list_reclaimable(1, 'NaN')$$),
+  ($$SELECT sandbox_store.run_update('r1', '[]')$$),
+  ($$SELECT sandbox_store.run_update('r1', NULL)$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"status": "running", "colour": 1}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"status": null}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"status": "paused"}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"finishedAt": "1"}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"finishedAt": 1e400}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"error": "boom"}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"usage": [1]}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"sandboxKey": 1}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"cancelRequested": "yes"}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"driverEpoch": 0}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"driverEpoch": 1.5}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{}', 0)$$),
+  ($$SELECT sandbox_store.run_claim(NULL)$$),
+  ($$SELECT sandbox_store.run_log_append('L2', '{"a": 1}')$$),
+  ($$SELECT sandbox_store.run_log_append('L2', '[{"a": 1}, 2]')$$),
+  ($$SELECT sandbox_store.run_log_append('L2', NULL)$$),
+  ($$SELECT sandbox_store.run_log_append('L2', '[{}]', 0)$$),
+  ($$SELECT sandbox_store.run_log_append('d1', '[1]', 1)$$),
+  ($$SELECT sandbox_store.run_log_upsert('L2', '{1, 2}', '[{}]')$$),
+  ($$SELECT sandbox_store.run_log_upsert('L2', NULL, '[{}]')$$),
+  ($$SELECT sandbox_store.run_log_upsert('L2', '{0}', '[{}]')$$),
+  ($$SELECT sandbox_store.run_log_upsert('L2', '{NULL}', '[{}]')$$),
+  ($$SELECT sandbox_store.run_log_upsert('L2', '{1}', '["x"]')$$),
+  ($$SELECT sandbox_store.run_log_close('', 1)$$),
+  ($$SELECT sandbox_store.run_log_close('L2', -1)$$),
+  ($$SELECT sandbox_store.run_log_read('L', -1)$$),
+  ($$SELECT sandbox_store.run_log_read('L', NULL)$$),
+  ($$SELECT sandbox_store.run_log_read('L', 0, -1)$$),
+  ($$SELECT sandbox_store.run_log_status(NULL)$$),
+  ($$SELECT sandbox_store.run_log_prune(NULL)$$),
+  ($$SELECT sandbox_store.run_log_prune('-1 day')$$),
+  ($$SELECT sandbox_store.run_log_prune('1 day', -1)$$)) v(q);
+SELECT pg_temp.state() = :'before' AS nothing_changed;
+
+--
+-- Prune: closed and old, or open of a finished run and quiet: pruned (log
+-- and entries, never the run record).  An open log of a running run, or
+-- with no runs row, is kept; so is a log closed or written within
+-- older_than.
+--
+SELECT sandbox_store.run_create_or_resume(id, 't-prune', 1) ->> 'runId'
+  FROM (VALUES ('p-closed'), ('p-finished'), ('p-running'), ('p-interrupted')) v(id);
+SELECT sandbox_store.run_log_append(id, '[{"x": 1}, {"x": 2}]')
+  FROM (VALUES ('p-closed'), ('p-finished'), ('p-running'), ('p-interrupted'), ('p-norun')) v(id);
+SELECT sandbox_store.run_log_close('p-closed');
+SELECT sandbox_store.run_update('p-finished', '{"status": "failed"}');
+SELECT sandbox_store.run_update('p-interrupted', '{"status": "interrupted"}');
+SELECT sandbox_store.run_log_prune('1 hour') AS recent_kept;
+SELECT sandbox_store.run_log_prune('0', max_logs => 0) AS none_asked;
+-- (every log but these is closed or finished: L, C, d1 and r1 go too)
+SELECT sandbox_store.run_log_prune('0', max_logs => 2) AS oldest_two;
+SELECT sandbox_store.run_log_prune('0') AS the_rest;
+SELECT l.run_id, l.last_seq, l.closed_at IS NOT NULL AS closed,
+       (SELECT count(*) FROM sandbox_store.run_log_entries e WHERE e.run_id = l.run_id) AS entries
+  FROM sandbox_store.run_logs l ORDER BY 1;
+SELECT count(*) AS orphan_entries FROM sandbox_store.run_log_entries e
+ WHERE NOT EXISTS (SELECT FROM sandbox_store.run_logs l WHERE l.run_id = e.run_id);
+SELECT count(*) AS run_records_kept FROM sandbox_store.runs WHERE run_id LIKE 'p-%';
+-- A pruned log starts again from nothing.
+SELECT count(*) AS gone FROM sandbox_store.run_log_status('p-closed');
+
+--
+-- NOTIFY: append, upsert and close notify channel sandbox_store_run_log
+-- with the run id when they commit (the notifying backend's PID is masked).
+--
+LISTEN sandbox_store_run_log;
+\o | sed -e 's/PID [0-9]*/PID N/'
+SELECT sandbox_store.run_log_append('n1', '[{"hello": "world"}]');
+SELECT sandbox_store.run_log_upsert('n1', '{1}', '[{"hello": "again"}]');
+SELECT sandbox_store.run_log_close('n1');
+BEGIN;
+SELECT sandbox_store.run_log_append('n2', '[{"x": 1}]');
+ROLLBACK;
+\o
+UNLISTEN sandbox_store_run_log;
+
+--
+-- The app role, granted as the README says: calls every function, reads no
+-- table.
+--
+CREATE ROLE regress_sb_runs_app;
+GRANT regress_sb_runs_app TO CURRENT_USER;
+GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_runs_app;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_runs_app;
+SET ROLE regress_sb_runs_app;
+SELECT sandbox_store.run_create_or_resume('app-1', 't-app', 1) ->> 'runId' AS created;
+SELECT sandbox_store.run_claim('app-1') AS epoch;
+SELECT sandbox_store.run_log_append('app-1', '[{"a": 1}]', 1) AS appended,
+       sandbox_store.run_log_upsert('app-1', '{1}', '[{"a": 2}]', 1) AS upserted;
+SELECT sandbox_store.run_update('app-1', '{"status": "completed"}', 1) AS updated,
+       sandbox_store.run_log_close('app-1', 1) AS closed;
+SELECT sandbox_store.run_get('app-1') ->> 'status' AS status,
+       (SELECT count(*) FROM sandbox_store.run_list_by_thread('t-app')) AS listed,
+       sandbox_store.run_find_active('t-app') AS active,
+       (SELECT count(*) FROM sandbox_store.run_list_reclaimable(0, 0)) AS reclaimable,
+       (SELECT array_agg(chunk) FROM sandbox_store.run_log_read('app-1')) AS chunks,
+       (SELECT closed FROM sandbox_store.run_log_status('app-1')) AS log_closed,
+       sandbox_store.run_log_prune('0') AS pruned;
+SELECT pg_temp.why($$SELECT * FROM sandbox_store.runs$$) AS runs;
+SELECT pg_temp.why($$SELECT * FROM sandbox_store.run_logs$$) AS run_logs;
+SELECT pg_temp.why($$SELECT * FROM sandbox_store.run_log_entries$$) AS run_log_entries;
+SELECT pg_temp.why($$INSERT INTO sandbox_store.run_log_entries VALUES ('x', 1, '{}')$$) AS insert_entries;
+SELECT pg_temp.why($$UPDATE sandbox_store.runs SET driver_epoch = NULL$$) AS update_runs;
+SELECT pg_temp.why($$SELECT sandbox_store_internal._run_fence('app-1', NULL)$$) AS helper;
+RESET ROLE;
+REVOKE ALL ON SCHEMA sandbox_store FROM regress_sb_runs_app;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA sandbox_store FROM regress_sb_runs_app;
+DROP ROLE regress_sb_runs_app;
