@@ -10,6 +10,9 @@
  * | `LockLostError`         | of the cause, if any              | ownership can no longer be guaranteed            |
  * | `ClaimLostError`        | SB001                             | the lease-mode claim was released or taken over  |
  *
+ * | `RunNotFoundError`      | SBR01                             | `run_claim` of a run that does not exist         |
+ * | `RunFinishedError`      | SBR02                             | the run is finished, or its log is closed        |
+ * | `InvalidLogOffsetError` | SBR03                             | an upsert's offset is not one this log can take  |
  * | `DeadlockError`         | 40P01                             | the wait would close a cycle of waits            |
  * | `ConnectionUnavailableError` | none                         | no pool connection within `connectTimeoutMs`     |
  * | `SandboxStoreError`     | any other, or none                | everything else the database or driver raised    |
@@ -75,6 +78,29 @@ export class LockLostError extends SandboxStoreError {
  */
 export class ClaimLostError extends LockLostError {
   override name = 'ClaimLostError';
+}
+
+/** SBR01: a run driver's claim names a run that has no record (`run_claim`). */
+export class RunNotFoundError extends SandboxStoreError {
+  override name = 'RunNotFoundError';
+}
+
+/**
+ * SBR02: the run's status is terminal (a claim, an append or an upsert), or
+ * its log is closed (an append or an upsert).  Nothing was changed.
+ */
+export class RunFinishedError extends SandboxStoreError {
+  override name = 'RunFinishedError';
+}
+
+/**
+ * SBR03: an offset given to a run log's `upsert` is not one it can take:
+ * repeated in the batch, minted for another run or by another adapter, or a
+ * new offset that is not after the tail and every preceding new entry.  The
+ * whole batch was refused; nothing was changed.
+ */
+export class InvalidLogOffsetError extends SandboxStoreError {
+  override name = 'InvalidLogOffsetError';
 }
 
 /** A wait for keys would close a cycle (in this process, or PostgreSQL's 40P01). */
@@ -194,6 +220,9 @@ const NOT_INSTALLED_HINT =
   'run CREATE EXTENSION sandbox_store; there as a superuser (the C edition), or on a managed database ' +
   "the SQL edition's script (sandbox_store-<version>-pg_tle.sql then CREATE EXTENSION sandbox_store;, " +
   'or sandbox_store-<version>.sql), as the README says.';
+const RUNS_VERSION_HINT =
+  'The run functions (run_* and run_log_*) need sandbox_store 1.5 or later in the database the pool connects to: ' +
+  'ALTER EXTENSION sandbox_store UPDATE; (or CREATE EXTENSION sandbox_store; if it is not installed at all).';
 const OLD_VERSION_HINT =
   'Either the sandbox_store extension is not installed in the database the pool connects to ' +
   "(CREATE EXTENSION sandbox_store; as a superuser, or on a managed database the SQL edition's script), " +
@@ -217,10 +246,16 @@ export function toStoreError(error: unknown): SandboxStoreError {
   if (sqlstate === 'SB001') return new ClaimLostError(message, options);
   if (sqlstate === '55P03') return new LockNotAvailableError(message, options);
   if (sqlstate === '40P01') return new DeadlockError(message, options);
+  if (sqlstate === 'SBR01') return new RunNotFoundError(message, options);
+  if (sqlstate === 'SBR02') return new RunFinishedError(message, options);
+  if (sqlstate === 'SBR03') return new InvalidLogOffsetError(message, options);
   if (sqlstate !== undefined && INVALID_ARGUMENT.has(sqlstate)) return new InvalidArgumentError(message, options);
   if (sqlstate === '42501') return new SandboxStoreError(`${message}. ${GRANT_HINT}`, options);
   if (sqlstate === '3F000' && message.includes('"sandbox_store"')) {
     return new SandboxStoreError(`${message}. ${NOT_INSTALLED_HINT}`, options);
+  }
+  if (sqlstate === '42883' && message.includes('sandbox_store.run_')) {
+    return new SandboxStoreError(`${message}. ${RUNS_VERSION_HINT}`, options);
   }
   if (sqlstate === '42883' && message.includes('sandbox_store.')) {
     return new SandboxStoreError(`${message}. ${OLD_VERSION_HINT}`, options);

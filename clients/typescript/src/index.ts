@@ -10,6 +10,10 @@
  * const checkpoints = createCheckpointStore(pool) // TanStack AI main's SandboxCheckpointStore
  * // @tanstack/ai-sandbox 0.2.x: the stores are capabilities (see sandbox-store-client/tanstack)
  * const middleware = withDurableSandbox(sandbox, { instances, locks })
+ * // @tanstack/ai 0.58: durable runs and resumable streams (extension 1.5)
+ * const runs = createRunStore(pool)
+ * const adapter = createStreamDurability(pool, request)
+ * const driver = createRunDriver(pool) // { claim, pipe } of RunDriverOptions
  * ```
  */
 export type {
@@ -62,8 +66,11 @@ export {
   ConnectionUnavailableError,
   DeadlockError,
   InvalidArgumentError,
+  InvalidLogOffsetError,
   LockLostError,
   LockNotAvailableError,
+  RunFinishedError,
+  RunNotFoundError,
   SandboxCheckpointConflictError,
   SandboxCheckpointDuplicateIdError,
   SandboxCheckpointError,
@@ -77,3 +84,35 @@ export {
   type SandboxStoreErrorOptions,
 } from './errors.js';
 export type { BackgroundErrorHandler } from './internal/pool.js';
+export {
+  isRunStatus,
+  isTerminalRunStatus,
+  type RunClaim,
+  type RunCreateInput,
+  type RunError,
+  type RunLogEntry,
+  type RunRecord,
+  type RunRecordPatch,
+  type RunStatus,
+  type RunStore,
+  type RunUsage,
+  type StreamDurability,
+  type TerminalRunStatus,
+  type UpsertableStreamDurability,
+} from './run-types.js';
+export { createRunStore, type PgRunStore, type RunStoreOptions } from './run-store.js';
+export {
+  DEFAULT_FIRST_CHUNK_DEADLINE_MS,
+  createStreamDurability,
+  type PgStreamDurability,
+  type RequestLike,
+  type StreamDurabilityInit,
+  type StreamDurabilityOptions,
+} from './stream-durability.js';
+export {
+  createRunDriver,
+  type PgRunDriver,
+  type RunClaimInput,
+  type RunDriverOptions,
+  type RunPipeInput,
+} from './run-driver.js';

@@ -13,6 +13,8 @@ import {
   SandboxStoreError,
   createCheckpointStore,
   createInstanceStore,
+  createRunStore,
+  createStreamDurability,
   createLockStore,
   ensureSandbox,
 } from '../src/index.js';
@@ -86,6 +88,24 @@ test('with the schema but not the function: 42883, with the same hint and ALTER 
       assert.rejects(
         createInstanceStore(pool).get(uniqueKey('noext')),
         notInstalled('42883', /^function sandbox_store\..* does not exist\. .*ALTER EXTENSION sandbox_store UPDATE;/),
+      ),
+    );
+    // The run functions name the version they need.
+    const needs15 = (error: unknown): boolean => {
+      assert.ok(error instanceof SandboxStoreError, String(error));
+      assert.equal(error.sqlstate, '42883', error.message);
+      assert.match(
+        error.message,
+        /^function sandbox_store\.run_get\(.* does not exist\. The run functions .* need sandbox_store 1\.5 or later/,
+      );
+      assert.ok(error.message.includes('ALTER EXTENSION sandbox_store UPDATE;'), error.message);
+      return true;
+    };
+    await within(10_000, assert.rejects(createRunStore(pool).get('run-1'), needs15));
+    await within(
+      10_000,
+      assert.rejects(createStreamDurability(pool, { runId: 'run-1' }).append([{ type: 'RUN_STARTED' }]), (error) =>
+        /run_log_append.* need sandbox_store 1\.5 or later/.test(String(error)),
       ),
     );
   } finally {

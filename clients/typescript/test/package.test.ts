@@ -58,6 +58,14 @@ test('the package entry point exports the API', async () => {
     'InvalidArgumentError',
     'LockLostError',
     'SandboxStoreError',
+    'createRunStore',
+    'createStreamDurability',
+    'createRunDriver',
+    'isRunStatus',
+    'isTerminalRunStatus',
+    'RunNotFoundError',
+    'RunFinishedError',
+    'InvalidLogOffsetError',
   ]) {
     assert.equal(typeof api[name], 'function', name);
   }

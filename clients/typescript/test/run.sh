@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # clients/typescript/test/run.sh: the TypeScript client's suite.
 #
-# Installs the dependencies from the committed lockfile (npm ci), checks
-# lint (biome) and formatting (prettier), then runs `npm test`: tsc (the
-# package into dist/, the tests into build/, strict), then node's test
-# runner against the server in PGHOST/PGPORT/PGUSER (a superuser; the tests
-# drop and recreate their own database, sandbox_store_ts). The extension
-# must be installed. Run it through the throwaway cluster:
+# Two lines of TanStack AI, each from its own committed lock file (npm ci):
+#
+# - the package's own (package-lock.json): @tanstack/ai 0.42 with
+#   @tanstack/ai-sandbox 0.2.4, what the package is built and published
+#   with.  Checks lint (biome) and formatting (prettier), then runs `npm
+#   test`: tsc (the package into dist/, the tests into build/, strict), then
+#   node's test runner.
+# - test/lines/0.58 (its package.json and package-lock.json): @tanstack/ai
+#   0.58, without @tanstack/ai-sandbox (whose 0.2.4 wants ai 0.42).  tsc
+#   compiles the package (but the 0.42-only ./tanstack entry point) and the
+#   tests of that line into test/lines/0.58/build, whose modules resolve
+#   from that line's node_modules, then node's test runner runs them and the
+#   line-independent run tests (runs.test.ts) again.
+#
+# Both run against the server in PGHOST/PGPORT/PGUSER (a superuser; the
+# tests drop and recreate their own database, sandbox_store_ts). The
+# extension must be installed. SB_TS_LINES picks the lines (default
+# "0.42 0.58"). Run it through the throwaway cluster:
 #
 #   test/scripts/with-cluster.sh clients/typescript/test/run.sh
 set -euo pipefail
@@ -21,7 +33,34 @@ if [ ! -w "${HOME:-/nonexistent}" ]; then
 fi
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 
-npm ci --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null
-npm run --silent lint
-npm run --silent format:check
-npm test
+ci() { npm ci --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null; }
+
+for line in ${SB_TS_LINES:-0.42 0.58}; do
+  case $line in
+    0.42)
+      echo "== client tests, @tanstack/ai 0.42 + @tanstack/ai-sandbox 0.2.4 (package-lock.json)"
+      ci
+      npm run --silent lint
+      npm run --silent format:check
+      npm test
+      ;;
+    0.58)
+      echo "== client tests, @tanstack/ai 0.58 (test/lines/0.58/package-lock.json)"
+      # The compiler, and the package's dist/ that the tarball tests pack, come from the package's own line.
+      [ -x node_modules/typescript/bin/tsc ] || ci
+      npm run --silent build
+      (
+        cd test/lines/0.58
+        ci
+        rm -rf build
+        node ../../../node_modules/typescript/bin/tsc -p tsconfig.json
+        node build/test/setup-db.js
+        node --test build/test/lines/0.58/*.test.js build/test/runs.test.js
+      )
+      ;;
+    *)
+      echo "run.sh: unknown line $line (0.42 or 0.58)" >&2
+      exit 1
+      ;;
+  esac
+done

@@ -1,0 +1,137 @@
+import type { Pool } from 'pg';
+
+import { ClaimLostError, InvalidArgumentError, SandboxStoreError } from './errors.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
+import {
+  RUN_CREATE_SQL,
+  RUN_FIND_ACTIVE_SQL,
+  RUN_GET_SQL,
+  RUN_LIST_BY_THREAD_SQL,
+  RUN_LIST_RECLAIMABLE_SQL,
+  RUN_UPDATE_SQL,
+  liveClaim,
+  runRecordFromText,
+} from './internal/runs.js';
+import { msOption } from './internal/sql.js';
+import type { RunCreateInput, RunRecord, RunRecordPatch, RunStore } from './run-types.js';
+
+export interface RunStoreOptions {
+  /** How long a call waits for a connection of the pool (default 30 000 ms). */
+  connectTimeoutMs?: number;
+}
+
+/** The run store (every method of TanStack AI 0.58's `RunStore`). */
+export type PgRunStore = RunStore;
+
+const PATCH_KEYS: ReadonlySet<string> = new Set([
+  'status',
+  'finishedAt',
+  'error',
+  'usage',
+  'sandboxKey',
+  'detachedSince',
+  'cancelRequested',
+  'driverEpoch',
+]);
+
+/**
+ * The patch as run_update takes it: a key present with `undefined` becomes
+ * JSON null (clear the field), an absent key stays absent (leave it).
+ */
+function patchJson(patch: RunRecordPatch): string {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
+    throw new InvalidArgumentError('patch must be an object', { sqlstate: '22023' });
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(patch)) {
+    if (!PATCH_KEYS.has(key)) {
+      throw new InvalidArgumentError(`patch has a key a run record cannot be patched with: ${JSON.stringify(key)}`, {
+        sqlstate: '22023',
+      });
+    }
+    const value = (patch as Record<string, unknown>)[key];
+    out[key] = value === undefined ? null : value;
+  }
+  return JSON.stringify(out);
+}
+
+/**
+ * TanStack AI 0.58's `RunStore` over the extension's run functions (1.5):
+ * one autocommit statement per call.
+ *
+ * - `createOrResume` inserts, or returns the stored record unchanged (a
+ *   finished run stays finished; the other arguments are ignored).
+ * - `update(runId, patch)`: a key present sets the field, a key present with
+ *   `undefined` clears it, an absent key leaves it; an unknown run is a
+ *   no-op.  While a run driver of this package (`createRunDriver` over the
+ *   same pool) holds a live claim on the run in this process, the update is
+ *   made under that claim's epoch: once another host claimed the run, it is
+ *   refused with `ClaimLostError` (SB001) and nothing changes.  Without a
+ *   claim here, an update of a run that a driver claimed is refused too
+ *   (SB001), except one that only raises `driverEpoch`.
+ * - Every record read is checked: a status that is not one of TanStack AI's
+ *   is an error, not a record.
+ */
+export function createRunStore(pool: Pool, options: RunStoreOptions = {}): PgRunStore {
+  const connectTimeoutMs =
+    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const one = async (text: string, values: readonly unknown[], what: string): Promise<RunRecord | null> => {
+    const result = await poolQuery<{ record: string | null }>(pool, text, values, connectTimeoutMs);
+    return runRecordFromText(result.rows[0]?.record ?? null, what);
+  };
+  const many = async (text: string, values: readonly unknown[], what: string): Promise<RunRecord[]> => {
+    const result = await poolQuery<{ record: string | null }>(pool, text, values, connectTimeoutMs);
+    return result.rows.map((row) => {
+      const record = runRecordFromText(row.record, what);
+      if (record === null) throw new SandboxStoreError(`${what} returned a NULL record`);
+      return record;
+    });
+  };
+
+  return {
+    async createOrResume(input: RunCreateInput): Promise<RunRecord> {
+      if (typeof input !== 'object' || input === null) {
+        throw new InvalidArgumentError('createOrResume needs { runId, threadId, startedAt }', { sqlstate: '22023' });
+      }
+      const record = await one(
+        RUN_CREATE_SQL,
+        [input.runId ?? null, input.threadId ?? null, input.startedAt ?? null, input.status ?? 'running'],
+        'run_create_or_resume',
+      );
+      if (record === null) throw new SandboxStoreError('run_create_or_resume returned no record');
+      return record;
+    },
+
+    async update(runId: string, patch: RunRecordPatch): Promise<void> {
+      const json = patchJson(patch);
+      const claim = typeof runId === 'string' ? liveClaim(pool, runId) : undefined;
+      try {
+        await poolQuery(pool, RUN_UPDATE_SQL, [runId ?? null, json, claim?.epoch ?? null], connectTimeoutMs);
+      } catch (error) {
+        if (claim !== undefined && error instanceof ClaimLostError && !claim.controller.signal.aborted) {
+          claim.controller.abort(error);
+        }
+        throw error;
+      }
+    },
+
+    get(runId: string): Promise<RunRecord | null> {
+      return one(RUN_GET_SQL, [runId ?? null], 'run_get');
+    },
+
+    listByThread(threadId: string): Promise<RunRecord[]> {
+      return many(RUN_LIST_BY_THREAD_SQL, [threadId ?? null], 'run_list_by_thread');
+    },
+
+    async listReclaimable(opts: { now: number; ttlMs: number }): Promise<RunRecord[]> {
+      if (typeof opts !== 'object' || opts === null) {
+        throw new InvalidArgumentError('listReclaimable needs { now, ttlMs }', { sqlstate: '22023' });
+      }
+      return many(RUN_LIST_RECLAIMABLE_SQL, [opts.now ?? null, opts.ttlMs ?? null], 'run_list_reclaimable');
+    },
+
+    findActiveRun(threadId: string): Promise<RunRecord | null> {
+      return one(RUN_FIND_ACTIVE_SQL, [threadId ?? null], 'run_find_active');
+    },
+  };
+}
