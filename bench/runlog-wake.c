@@ -5,8 +5,9 @@
  *   runlog-wake CONNINFO RUN_ID ITERATIONS WARMUP CHUNKS OUT.tsv
  *
  * Two connections, as a client's writer and its shared listener: the
- * listener LISTENs on sandbox_store_run_log; then ITERATIONS times (after
- * WARMUP untimed ones) the writer sends run_log_append(RUN_ID, a batch of
+ * listener LISTENs on sandbox_store_run_log and calls run_log_watch (from
+ * then on the log's writes notify); then ITERATIONS times (after WARMUP
+ * untimed ones) the writer sends run_log_append(RUN_ID, a batch of
  * CHUNKS chunks of about 200 bytes of JSON) in autocommit, and the reader
  * waits for the notification with RUN_ID as its payload, then reads the new
  * entries (run_log_read(RUN_ID, after => the last seq it read)) and checks
@@ -141,6 +142,16 @@ main(int argc, char **argv)
 		if (PQresultStatus(res) != PGRES_COMMAND_OK)
 			die("prepare append", writer);
 		PQclear(res);
+		/* The reader marks the log watched (after LISTEN): writes notify from then on. */
+		{
+			const char *wparams[1] = {run_id};
+
+			res = PQexecParams(reader, "SELECT last_seq FROM sandbox_store.run_log_watch($1)", 1, NULL, wparams, NULL,
+							   NULL, 0);
+			if (PQresultStatus(res) != PGRES_TUPLES_OK)
+				die("run_log_watch", reader);
+			PQclear(res);
+		}
 		res = PQprepare(reader, "read",
 						"SELECT seq FROM sandbox_store.run_log_read($1, $2::int8)", 2, NULL);
 		if (PQresultStatus(res) != PGRES_COMMAND_OK)

@@ -8,6 +8,7 @@ import {
   LOG_APPEND_SQL,
   LOG_CLOSE_SQL,
   LOG_POLL_SQL,
+  LOG_WATCH_SQL,
   LOG_SNAPSHOT_SQL,
   LOG_UPSERT_SQL,
   decodeOffset,
@@ -280,6 +281,8 @@ export function createStreamDurability<TChunk = any>(
     const subscription = RunLogListener.of(pool).subscribe(runId);
     try {
       await subscription.ready; // LISTEN is in effect before the first read: no wake is missed
+      // The log marked watched: every write committed from now on notifies.
+      await poolQuery(pool, LOG_WATCH_SQL, [runId], connectTimeoutMs);
       let first = true;
       let deadlineAt: number | undefined;
       let deadlinePassed = false;

@@ -57,6 +57,13 @@ export const LOG_UPSERT_SQL =
 export const LOG_CLOSE_SQL =
   'SELECT sandbox_store.run_log_close(run_id => $1::pg_catalog.text, epoch => $2::pg_catalog.int8) AS closed';
 
+/**
+ * run_log_watch; $1 run.  A reader calls it once LISTEN is in effect: from
+ * then on every write of the log notifies (a log nobody watches is written
+ * without notifications), and every write before it is committed.
+ */
+export const LOG_WATCH_SQL = 'SELECT 1 FROM sandbox_store.run_log_watch(run_id => $1::pg_catalog.text)';
+
 /** run_log_read from the start (a snapshot); $1 run. */
 export const LOG_SNAPSHOT_SQL =
   'SELECT r.seq::pg_catalog.text AS seq, r.chunk::pg_catalog.text AS chunk' +
