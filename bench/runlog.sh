@@ -32,9 +32,13 @@
 #     entries (read), and to the writer's acknowledgement (ack), over
 #     BENCH_RUNLOG_WAKE_ITERATIONS appends on an otherwise idle server.
 #
-#     The hook for a comparison (e.g. the in-process memoryStream of
-#     @tanstack/ai, measured by the client's own benchmark): if
-#     BENCH_RUNLOG_WAKE_COMPARE is set, it is run as a shell command, and
+#     The hook for a comparison: BENCH_RUNLOG_WAKE_COMPARE, by default the
+#     client's clients/typescript/test/lines/0.58/bench-wake.mjs (the
+#     in-process memoryStream of @tanstack/ai 0.58 beside
+#     createStreamDurability, and 200 readers tailing 200 runs with the
+#     connections they use) when the client is built and its 0.58 line
+#     installed (not in a smoke run); set it empty to skip.  It is run as a
+#     shell command, and
 #     each line it prints, "label<TAB>p50_ms<TAB>p99_ms", becomes a row of the
 #     wake table beside PostgreSQL's.  The raw samples are in runlog-wake.tsv.
 #
@@ -189,6 +193,15 @@ while IFS=$'\t' read -r name a b c; do p50[$name]=$a p99[$name]=$b pmax[$name]=$
 [ -n "${p50[notify]:-}" ] && [ -n "${p50[read]:-}" ] || fail "the wake probe reported nothing"
 say "wake: notify p50 ${p50[notify]} ms p99 ${p99[notify]} ms; read p50 ${p50[read]} ms p99 ${p99[read]} ms"
 compare_rows=""
+# By default, the client's side (clients/typescript/test/lines/0.58/bench-wake.mjs:
+# memoryStream beside createStreamDurability, and 200 readers on 200 runs)
+# when the client is built and its 0.58 line installed (test/run.sh does both).
+client_line=$sb_top/clients/typescript/test/lines/0.58
+# (Not in the smoke run, which checks this script's harness only.)
+if [ "$smoke" != 1 ] && [ -z "${BENCH_RUNLOG_WAKE_COMPARE+set}" ] && command -v node >/dev/null 2>&1 &&
+  [ -f "$sb_top/clients/typescript/dist/index.js" ] && [ -d "$client_line/node_modules/@tanstack/ai" ]; then
+  BENCH_RUNLOG_WAKE_COMPARE="WAKE_ITERATIONS=500 WAKE_READERS=200 PGDATABASE=$db node '$client_line/bench-wake.mjs'"
+fi
 if [ -n "${BENCH_RUNLOG_WAKE_COMPARE:-}" ]; then
   compare_rows=$(bash -c "$BENCH_RUNLOG_WAKE_COMPARE" | awk -F'\t' 'NF >= 3 { printf "| %s | %s | %s | |\n", $1, $2, $3 }') ||
     fail "BENCH_RUNLOG_WAKE_COMPARE failed"

@@ -51,7 +51,26 @@ SELECT sandbox_store.checkpoint_append(
     'artifacts', '[]'::jsonb),
   CASE WHEN i > 1 THEN 'cp-' || (i - 1) END, 'cp-thread', owner_token, fence)
   FROM generate_series(1, 3) i, public.cp_writer ORDER BY i;
+-- Runs (1.5): a run claimed twice with a log (the first driver's epoch is
+-- stale), a finished run with a closed, watched log, and a log of no run.
+SELECT sandbox_store.run_create_or_resume('run-a', 'thread-r', 1700000000000.5);
+SELECT sandbox_store.run_log_append('run-a', '[{"type": "RUN_STARTED"}, {"type": "TEXT_MESSAGE_CONTENT", "delta": "é"}]');
+SELECT sandbox_store.run_claim('run-a');
+SELECT sandbox_store.run_claim('run-a');
+SELECT sandbox_store.run_log_append('run-a', '[{"type": "TEXT_MESSAGE_CONTENT", "delta": "b"}]', 2);
+SELECT sandbox_store.run_create_or_resume('run-b', 'thread-r', 1700000000001);
+SELECT sandbox_store.run_log_watch('run-b');
+SELECT sandbox_store.run_log_append('run-b', '[{"type": "RUN_FINISHED"}]');
+SELECT sandbox_store.run_log_close('run-b');
+SELECT sandbox_store.run_update('run-b', '{"status": "completed", "finishedAt": 1700000000002, "usage": {"totalTokens": 3}}');
+SELECT sandbox_store.run_log_append('no-run', '[{"x": 1}]');
 });
+my $runs_query = q{SELECT (SELECT string_agg(r::text, E'\n') FROM sandbox_store.run_list_by_thread('thread-r') r),
+  (SELECT string_agg(l.run_id || ' ' || l.last_seq || ' ' || (l.closed_at IS NOT NULL) || ' ' || l.watched, E'\n' ORDER BY l.run_id)
+     FROM sandbox_store.run_logs l),
+  (SELECT string_agg(e.run_id || ' ' || e.seq || ' ' || e.chunk::text, E'\n' ORDER BY e.run_id, e.seq)
+     FROM sandbox_store.run_log_entries e)};
+my $runs_before = $node->safe_psql('src', $runs_query);
 my $checkpoints_query = q{SELECT sandbox_store.checkpoint_head('cp-thread'),
   (SELECT string_agg(c::text, E'\n') FROM sandbox_store.checkpoint_list('cp-thread') c),
   (SELECT string_agg(key || '=' || refs, ' ') FROM sandbox_store.checkpoint_blob_references())};
@@ -97,6 +116,16 @@ SELECT sandbox_store.checkpoint_append(jsonb_build_object('id', 'cp-4', 'threadI
     'files', '[]'::jsonb, 'artifacts', '[]'::jsonb), 'cp-3', 'cp-thread', owner_token, fence)
   FROM public.cp_writer}),
 	'cp-4', 'the checkpoint writer goes on appending in the restored database');
+is($node->safe_psql('dst', $runs_query), $runs_before,
+	'every run record (with its driver epoch), log and entry is restored exactly');
+($ret, $stdout, $stderr) = $node->psql('dst',
+	q{SELECT sandbox_store.run_log_append('run-a', '[{"late": 1}]', 1)});
+like($stderr, qr/SB001|driver epoch of run "run-a" is not current/,
+	'the restored run still refuses the superseded driver (SB001)');
+is( $node->safe_psql('dst', q{
+SELECT sandbox_store.run_log_append('run-a', '[{"type": "RUN_FINISHED"}]', 2),
+       sandbox_store.run_claim('run-a')}),
+	'{4}|3', 'the current driver goes on appending after the last seq, and the next claim is epoch 3');
 
 # New claims in the restored database: fences above every fence given before.
 my $new_fences = $node->safe_psql(
