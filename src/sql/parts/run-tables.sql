@@ -6,12 +6,15 @@
 -- A run's driver claims it (run_claim), which raises the run's
 -- driver_epoch; every write that carries an epoch is refused (SB001) unless
 -- it is the run's current one, and a write without one is refused once a
--- driver has claimed the run.  The check and the write are one call: a
--- write reads the runs row FOR SHARE, a claim updates it, so either the
--- write commits before the claim or it is refused.
+-- driver has claimed the run.  The check and the write are one call, under
+-- the lock of the run's log row: a log write takes it, then reads the runs
+-- row; a claim takes it, then raises the epoch in the runs row.  So either
+-- the write commits before the claim (which waited for it) or it reads the
+-- new epoch and is refused.  Reading the runs row takes no lock of it: an
+-- append writes no more than its log row and its entries.
 --
--- A log is a run_logs row (created by the first append, upsert or close)
--- and its entries, numbered from 1 by seq.  Appenders of one run take the
+-- A log is a run_logs row (created by the first append, upsert or close,
+-- or by a claim or a reader) and its entries, numbered from 1 by seq.  Appenders of one run take the
 -- log row's lock, so they commit in seq order: a reader that has seen seq k
 -- never later finds a new entry below k.  A reader LISTENs on channel
 -- sandbox_store_run_log, then calls run_log_watch, which marks the log
@@ -19,8 +22,9 @@
 -- notifies the channel with the run id, so the reader wakes when it
 -- commits, and every write before was committed when the reader read.  A
 -- log nobody watches costs no notification (PostgreSQL serializes the
--- commits of notifying transactions across the whole server).  Every write
--- takes the runs row (the fence) before the log row, in that order.
+-- commits of notifying transactions across the whole server).  Whatever
+-- takes both takes the log row before the runs row (a claim, a run_update
+-- that sets driverEpoch), so no two calls deadlock.
 -- run_log_prune deletes finished, quiet logs.
 --
 -- Errors: SB001 (a stale epoch), SBR01 (unknown run), SBR02 (finished run

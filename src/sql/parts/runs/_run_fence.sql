@@ -1,6 +1,8 @@
--- The fence of a log write (append, upsert, close) of run_id: reads the
--- runs row FOR SHARE (run_claim's UPDATE waits for the write's transaction,
--- or the write sees the claim) and raises SB001 unless the write may go on:
+-- The fence of a log write (append, upsert, close) of run_id, called with
+-- the log row locked: reads the runs row (a claim takes the log row's lock
+-- before it raises the epoch, so it waits for the write's transaction, or
+-- the write, which read after the lock, sees the claim) and raises SB001
+-- unless the write may go on:
 -- without an epoch, while the run has no runs row or no driver has claimed
 -- it; with one, when it is the run's current driver_epoch.  Returns the
 -- run's status (NULL without a runs row).
@@ -15,8 +17,7 @@ DECLARE
 BEGIN
     SELECT r.status, r.driver_epoch INTO v_status, v_epoch
       FROM ONLY sandbox_store.runs r
-     WHERE r.run_id OPERATOR(pg_catalog.=) _run_fence.run_id
-       FOR SHARE;
+     WHERE r.run_id OPERATOR(pg_catalog.=) _run_fence.run_id;
     IF epoch IS NULL AND v_epoch IS NOT NULL
        OR epoch IS NOT NULL AND v_epoch IS DISTINCT FROM epoch THEN
         PERFORM sandbox_store_internal._run_stale(_run_fence.run_id, epoch, v_epoch, v_status IS NOT NULL);

@@ -1,6 +1,7 @@
--- Claim a run for a driver: raise its driver_epoch by one, in one
--- compare-and-set UPDATE (which waits for the log writes in flight that
--- read the runs row FOR SHARE), and return the new epoch.
+-- Claim a run for a driver: take the lock of its log row (which every log
+-- write holds from before its fence check to its commit), then raise its
+-- driver_epoch by one in one compare-and-set UPDATE, and return the new
+-- epoch.
 CREATE FUNCTION sandbox_store.run_claim(run_id pg_catalog.text)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -12,6 +13,12 @@ DECLARE
     v_status pg_catalog.text;
 BEGIN
     PERFORM sandbox_store_internal._run_id(run_claim.run_id, 'run id', 1024);
+    -- The run's log row first (made, empty, if the run has none), locked:
+    -- a log write in flight holds it, so the claim waits for it to commit,
+    -- and every later write reads the new epoch after taking it.
+    INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
+    VALUES (run_claim.run_id, 0, clock_timestamp())
+    ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
     UPDATE ONLY sandbox_store.runs r
        SET driver_epoch = COALESCE(r.driver_epoch, 0) OPERATOR(pg_catalog.+) 1
      WHERE r.run_id OPERATOR(pg_catalog.=) run_claim.run_id

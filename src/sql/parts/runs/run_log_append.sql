@@ -1,8 +1,8 @@
 -- The hot path: append chunks to the log of run_id as its next entries, in
--- few statements: the fence (the runs row FOR SHARE), the log row's upsert
--- (which locks it: appenders of one run are serialized and commit in seq
--- order) returning the seq before them and whether a reader watches the
--- log, one INSERT ... SELECT of the entries, and a notification if so.
+-- few statements: the log row's upsert (which locks it: appenders of one
+-- run are serialized and commit in seq order) returning the seq before them
+-- and whether a reader watches the log, the fence (a plain read of the runs
+-- row), one INSERT ... SELECT of the entries, and a notification if so.
 CREATE FUNCTION sandbox_store.run_log_append(
     run_id pg_catalog.text,
     chunks pg_catalog.jsonb,
@@ -44,25 +44,25 @@ BEGIN
         RETURN '{}'::pg_catalog.int8[];
     END IF;
 
-    -- The fence first (as _run_fence, written out: this is the hot path):
-    -- every write takes the runs row before the log row, as run_claim
-    -- takes the runs row, so no order of them deadlocks.
-    SELECT r.status, r.driver_epoch INTO v_status, v_epoch
-      FROM ONLY sandbox_store.runs r
-     WHERE r.run_id OPERATOR(pg_catalog.=) run_log_append.run_id
-       FOR SHARE;
-    IF run_log_append.epoch IS NULL AND v_epoch IS NOT NULL
-       OR run_log_append.epoch IS NOT NULL AND v_epoch IS DISTINCT FROM run_log_append.epoch THEN
-        PERFORM sandbox_store_internal._run_stale(run_log_append.run_id, run_log_append.epoch, v_epoch, v_status IS NOT NULL);
-    END IF;
-
-    -- The log row, locked, its tail moved past the new entries.
+    -- The log row, locked, its tail moved past the new entries (appenders
+    -- of one run are serialized here, and so is run_claim, which takes
+    -- this lock before it raises the epoch).
     INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
     VALUES (run_log_append.run_id, n, clock_timestamp())
     ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE
        SET last_seq = l.last_seq OPERATOR(pg_catalog.+) EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at
     RETURNING l.last_seq OPERATOR(pg_catalog.-) n, l.closed_at, l.watched INTO v_last, v_closed, v_watched;
 
+    -- The fence (as _run_fence, written out: this is the hot path), read
+    -- after the lock: a claim committed before it is seen, one after it
+    -- waited for this transaction.
+    SELECT r.status, r.driver_epoch INTO v_status, v_epoch
+      FROM ONLY sandbox_store.runs r
+     WHERE r.run_id OPERATOR(pg_catalog.=) run_log_append.run_id;
+    IF run_log_append.epoch IS NULL AND v_epoch IS NOT NULL
+       OR run_log_append.epoch IS NOT NULL AND v_epoch IS DISTINCT FROM run_log_append.epoch THEN
+        PERFORM sandbox_store_internal._run_stale(run_log_append.run_id, run_log_append.epoch, v_epoch, v_status IS NOT NULL);
+    END IF;
     IF v_closed IS NOT NULL THEN
         PERFORM sandbox_store_internal._run_raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_append.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');

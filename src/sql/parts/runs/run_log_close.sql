@@ -18,12 +18,12 @@ BEGIN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_log_close.epoch));
     END IF;
-    -- The fence (the runs row), then the log row, locked.
-    PERFORM sandbox_store_internal._run_fence(run_log_close.run_id, run_log_close.epoch);
+    -- The log row, locked, then the fence.
     INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
     VALUES (run_log_close.run_id, 0, clock_timestamp())
     ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at
     RETURNING l.closed_at, l.watched INTO v_closed, v_watched;
+    PERFORM sandbox_store_internal._run_fence(run_log_close.run_id, run_log_close.epoch);
     IF v_closed IS NOT NULL THEN
         RETURN false;
     END IF;

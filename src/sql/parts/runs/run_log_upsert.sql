@@ -52,13 +52,12 @@ BEGIN
         RETURN '{}'::pg_catalog.int8[];
     END IF;
 
-    -- The fence (the runs row), then the log row, locked (its last_seq as
-    -- it was).
-    v_status := sandbox_store_internal._run_fence(run_log_upsert.run_id, run_log_upsert.epoch);
+    -- The log row, locked (its last_seq as it was), then the fence.
     INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
     VALUES (run_log_upsert.run_id, 0, clock_timestamp())
     ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = EXCLUDED.updated_at
     RETURNING l.last_seq, l.closed_at, l.watched INTO v_last, v_closed, v_watched;
+    v_status := sandbox_store_internal._run_fence(run_log_upsert.run_id, run_log_upsert.epoch);
     IF v_closed IS NOT NULL THEN
         PERFORM sandbox_store_internal._run_raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_upsert.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');

@@ -75,6 +75,15 @@ BEGIN
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_update.epoch));
     END IF;
 
+    -- A patch that sets driverEpoch is a claim: the log row's lock first,
+    -- as run_claim takes it (only when the run exists: an unknown run is
+    -- left alone).
+    IF run_update.patch ? 'driverEpoch' AND EXISTS (
+        SELECT FROM ONLY sandbox_store.runs r WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id) THEN
+        INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
+        VALUES (run_update.run_id, 0, clock_timestamp())
+        ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
+    END IF;
     SELECT r.driver_epoch INTO v_current FROM ONLY sandbox_store.runs r
      WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id
        FOR UPDATE;
