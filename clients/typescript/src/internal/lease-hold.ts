@@ -62,6 +62,11 @@ export class LeaseHold extends Hold {
     this.validFrom = sentAt;
   }
 
+  /** A claim holds its own key only. */
+  holdsKey(key: string): boolean {
+    return key === this.key;
+  }
+
   /**
    * Claim the key with `text` (an autocommit sandbox_claim, whose row has
    * `fence` and `owner_token`), after this process's earlier callers of the

@@ -19,10 +19,15 @@ import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 
 import { LockLostError, SandboxStoreError, isConnectionError, sqlstateOf, toStoreError } from '../errors.js';
 import { Mutex, gateOf, type Gate, type Owner } from './gate.js';
-import { Frame, chainOwners, findTx, runInFrame } from './frames.js';
+import { Frame, chainOwners, innermostHold, runInFrame } from './frames.js';
 import { Hold, type Section } from './hold.js';
 import { connect, type BackgroundErrorHandler } from './pool.js';
 import { remainingWait, waitingStatement, type WaitOptions } from './wait.js';
+
+/** The innermost live lock-mode transaction over `pool` in this call chain. */
+export function findTx(pool: Pool): LockTx | undefined {
+  return innermostHold(pool, (hold): hold is LockTx => hold instanceof LockTx);
+}
 
 /** Lock mode: a client in a transaction that holds the locks of one or more keys. */
 export class LockTx extends Hold {
