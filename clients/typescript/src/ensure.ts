@@ -163,8 +163,12 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
   let section: Section;
   let decided: Decision;
   if (mode === 'lock') {
-    const values = [key, runId, maxAgeMs, provider, waitMs, null];
-    const taken = await LockTx.take<EnsureRow>(pool, key ?? '', ENSURE_SQL, values, 4, wait);
+    const taken = await LockTx.take<EnsureRow>(
+      pool,
+      key ?? '',
+      { text: ENSURE_SQL, values: (left) => [key, runId, maxAgeMs, provider, left, null] },
+      wait,
+    );
     section = taken.section;
     const row = taken.rows[0];
     if (row === undefined) {
@@ -178,9 +182,7 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
     const taken = await LeaseHold.take(
       pool,
       key ?? '',
-      CLAIM_SQL,
-      [key, leaseMs, waitMs],
-      2,
+      { text: CLAIM_SQL, values: (left) => [key, leaseMs, left] },
       { leaseMs, renewEveryMs },
       wait,
     );

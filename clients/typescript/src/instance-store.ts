@@ -1,7 +1,8 @@
 import type { Pool, QueryResultRow } from 'pg';
 
 import { InvalidArgumentError } from './errors.js';
-import { findHold, findTx } from './internal/frames.js';
+import { findHold } from './internal/frames.js';
+import { findTx } from './internal/lock-tx.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
 import {
   DELETE_SQL,

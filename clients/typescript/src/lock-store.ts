@@ -157,13 +157,11 @@ export function createLockStore(pool: Pool, options: LockStoreOptions = {}): PgL
       }
       const { section } =
         mode === 'lock'
-          ? await LockTx.take(pool, dbKey, LOCK_SQL, [dbKey, wait.waitMs], 1, wait)
+          ? await LockTx.take(pool, dbKey, { text: LOCK_SQL, values: (waitMs) => [dbKey, waitMs] }, wait)
           : await LeaseHold.take(
               pool,
               dbKey,
-              CLAIM_SQL,
-              [dbKey, leaseMs, wait.waitMs],
-              2,
+              { text: CLAIM_SQL, values: (waitMs) => [dbKey, leaseMs, waitMs] },
               { leaseMs, renewEveryMs },
               wait,
             );

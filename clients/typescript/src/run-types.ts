@@ -78,10 +78,15 @@ export interface RunRecord {
  * ...patch }` would leave `undefined` there); a key that is absent leaves it.
  */
 export type RunRecordPatch = {
-  [
-    K in
-      'status' | 'finishedAt' | 'error' | 'usage' | 'sandboxKey' | 'detachedSince' | 'cancelRequested' | 'driverEpoch'
-  ]?: RunRecord[K] | undefined;
+  [K in
+    | 'status'
+    | 'finishedAt'
+    | 'error'
+    | 'usage'
+    | 'sandboxKey'
+    | 'detachedSince'
+    | 'cancelRequested'
+    | 'driverEpoch']?: RunRecord[K] | undefined;
 };
 
 /** What `createOrResume` takes. */
@@ -134,10 +139,8 @@ export interface StreamDurability<TOffset extends string = string, TChunk = any>
 
 /** A {@link StreamDurability} that can re-persist entries at offsets it minted. */
 // biome-ignore lint/suspicious/noExplicitAny: see the module comment
-export interface UpsertableStreamDurability<TOffset extends string = string, TChunk = any> extends StreamDurability<
-  TOffset,
-  TChunk
-> {
+export interface UpsertableStreamDurability<TOffset extends string = string, TChunk = any>
+  extends StreamDurability<TOffset, TChunk> {
   /**
    * Persist entries at the given offsets, replacing what is stored there;
    * the whole batch is validated before anything is written.  Returns the

@@ -5,7 +5,7 @@
 #
 # - the package's own (package-lock.json): @tanstack/ai 0.42 with
 #   @tanstack/ai-sandbox 0.2.4, what the package is built and published
-#   with.  Checks lint (biome) and formatting (prettier), then runs `npm
+#   with.  Checks lint and formatting (both biome), then runs `npm
 #   test`: tsc (the package into dist/, the tests into build/, strict), then
 #   node's test runner.
 # - test/lines/0.58 (its package.json and package-lock.json): @tanstack/ai

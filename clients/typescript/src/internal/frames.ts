@@ -12,7 +12,6 @@ import type { Pool } from 'pg';
 
 import { Mutex, type Owner } from './gate.js';
 import type { Hold } from './hold.js';
-import type { LockTx } from './lock-tx.js';
 
 /** One entry of a call chain's context: `key` is held by `hold`. */
 export class Frame {
@@ -45,13 +44,17 @@ export function findFrame(pool: Pool, key: string): Frame | undefined {
   return undefined;
 }
 
-/** The innermost live lock-mode transaction over `pool` in this call chain. */
-export function findTx(pool: Pool): LockTx | undefined {
+/**
+ * The innermost live hold over `pool` in this call chain that passes `test`
+ * (a type guard narrows the result: lock-tx.ts's `findTx`).
+ */
+export function innermostHold<H extends Hold>(pool: Pool, test: (hold: Hold) => hold is H): H | undefined;
+export function innermostHold(pool: Pool, test: (hold: Hold) => boolean): Hold | undefined;
+export function innermostHold(pool: Pool, test: (hold: Hold) => boolean): Hold | undefined {
   const stack = frames();
   for (let i = stack.length - 1; i >= 0; i--) {
     const hold = stack[i]?.hold;
-    // Every lock-mode hold is a LockTx (lock-tx.ts); the type is only imported, so no import cycle.
-    if (hold !== undefined && hold.mode === 'lock' && hold.active && hold.pool === pool) return hold as LockTx;
+    if (hold !== undefined && hold.active && hold.pool === pool && test(hold)) return hold;
   }
   return undefined;
 }
@@ -63,7 +66,7 @@ export function findTx(pool: Pool): LockTx | undefined {
 export function findHold(pool: Pool, key: string): Hold | undefined {
   const frame = findFrame(pool, key);
   if (frame !== undefined) return frame.hold;
-  const tx = findTx(pool);
+  const tx = innermostHold(pool, (hold) => hold.mode === 'lock');
   return tx !== undefined && tx.holdsKey(key) ? tx : undefined;
 }
 

@@ -46,6 +46,9 @@ export abstract class Hold {
     if (!this.controller.signal.aborted) this.controller.abort(reason);
   }
 
+  /** Whether this hold holds `key`'s lock or claim (a lock-mode transaction may hold several keys). */
+  abstract holdsKey(key: string): boolean;
+
   /** Run one statement for the instance store, as the holder of the key. */
   abstract query<R extends QueryResultRow>(text: string, values: readonly unknown[]): Promise<QueryResult<R>>;
 }

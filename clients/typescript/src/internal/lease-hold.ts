@@ -24,7 +24,7 @@ import { Frame, chainOwners, runInFrame } from './frames.js';
 import { Hold, type Section } from './hold.js';
 import { connect, poolQuery, type BackgroundErrorHandler } from './pool.js';
 import { RELEASE_SQL, RENEW_SQL } from './sql.js';
-import { remainingWait, waitingStatement, type WaitOptions, type WaitOutcome } from './wait.js';
+import { remainingWait, waitingStatement, type KeyStatement, type WaitOptions, type WaitOutcome } from './wait.js';
 
 /** Timing of a lease: how long it lasts and how often it is renewed. */
 export interface LeaseTiming {
@@ -62,17 +62,20 @@ export class LeaseHold extends Hold {
     this.validFrom = sentAt;
   }
 
+  /** A claim holds its own key only. */
+  holdsKey(key: string): boolean {
+    return key === this.key;
+  }
+
   /**
-   * Claim the key with `text` (an autocommit sandbox_claim, whose row has
+   * Claim the key with `statement` (an autocommit sandbox_claim, whose row has
    * `fence` and `owner_token`), after this process's earlier callers of the
    * key, and start renewing.
    */
   static async take<R extends QueryResultRow & { fence: string | null; owner_token: string | null }>(
     pool: Pool,
     key: string,
-    text: string,
-    values: readonly unknown[],
-    waitAt: number,
+    statement: KeyStatement,
     timing: LeaseTiming,
     wait: WaitOptions,
   ): Promise<{ section: Section; rows: R[]; hold: LeaseHold }> {
@@ -89,7 +92,8 @@ export class LeaseHold extends Hold {
       sentAt = performance.now();
       let outcome: WaitOutcome<R>;
       try {
-        outcome = await waitingStatement<R>(client, text, remainingWait(values, waitAt, wait, started), wait.signal);
+        const values = statement.values(remainingWait(wait, started));
+        outcome = await waitingStatement<R>(client, statement.text, values, wait.signal);
       } catch (error) {
         client.release();
         throw error;

@@ -19,10 +19,15 @@ import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 
 import { LockLostError, SandboxStoreError, isConnectionError, sqlstateOf, toStoreError } from '../errors.js';
 import { Mutex, gateOf, type Gate, type Owner } from './gate.js';
-import { Frame, chainOwners, findTx, runInFrame } from './frames.js';
+import { Frame, chainOwners, innermostHold, runInFrame } from './frames.js';
 import { Hold, type Section } from './hold.js';
 import { connect, type BackgroundErrorHandler } from './pool.js';
-import { remainingWait, waitingStatement, type WaitOptions } from './wait.js';
+import { remainingWait, waitingStatement, type KeyStatement, type WaitOptions } from './wait.js';
+
+/** The innermost live lock-mode transaction over `pool` in this call chain. */
+export function findTx(pool: Pool): LockTx | undefined {
+  return innermostHold(pool, (hold): hold is LockTx => hold instanceof LockTx);
+}
 
 /** Lock mode: a client in a transaction that holds the locks of one or more keys. */
 export class LockTx extends Hold {
@@ -58,21 +63,19 @@ export class LockTx extends Hold {
   }
 
   /**
-   * Take `key` in lock mode by running `text` (which takes the key's lock:
-   * sandbox_lock or sandbox_ensure): on the transaction of an outer
+   * Take `key` in lock mode by running `statement` (which takes the key's
+   * lock: sandbox_lock or sandbox_ensure): on the transaction of an outer
    * lock-mode section of this call chain if there is one, else on a client
    * of its own.  Returns the section and that statement's rows.
    */
   static async take<R extends QueryResultRow>(
     pool: Pool,
     key: string,
-    text: string,
-    values: readonly unknown[],
-    waitAt: number,
+    statement: KeyStatement,
     wait: WaitOptions,
   ): Promise<{ section: Section; rows: R[] }> {
     const outer = findTx(pool);
-    if (outer !== undefined) return outer.takeNested<R>(key, text, values, waitAt, wait);
+    if (outer !== undefined) return outer.takeNested<R>(key, statement, wait);
 
     const owner: Owner = { waitingFor: undefined };
     const gate = gateOf(pool, key);
@@ -89,7 +92,8 @@ export class LockTx extends Hold {
     tx.keys.set(key, { gate, reentry: new Mutex() });
     try {
       await tx.statement('BEGIN', []);
-      const rows = await tx.lockStatement<R>(text, remainingWait(values, waitAt, wait, started), wait.signal, false);
+      const values = statement.values(remainingWait(wait, started));
+      const rows = await tx.lockStatement<R>(statement.text, values, wait.signal, false);
       return { section: tx.topSection(), rows };
     } catch (error) {
       // Given up through the signal: the rollback (and the gate) follow
@@ -127,9 +131,7 @@ export class LockTx extends Hold {
    */
   private async takeNested<R extends QueryResultRow>(
     key: string,
-    text: string,
-    values: readonly unknown[],
-    waitAt: number,
+    statement: KeyStatement,
     wait: WaitOptions,
   ): Promise<{ section: Section; rows: R[] }> {
     const held = this.keys.get(key);
@@ -151,7 +153,7 @@ export class LockTx extends Hold {
       }, wait.signal);
       await Promise.race([inside, done]);
       try {
-        const rows = await this.lockStatement<R>(text, values, wait.signal, true);
+        const rows = await this.lockStatement<R>(statement.text, statement.values(wait.waitMs), wait.signal, true);
         return { section: this.nestedSection(key, release), rows };
       } catch (error) {
         release();
@@ -168,7 +170,8 @@ export class LockTx extends Hold {
     });
     void reentry.run(() => turn);
     try {
-      const rows = await this.lockStatement<R>(text, remainingWait(values, waitAt, wait, started), wait.signal, true);
+      const values = statement.values(remainingWait(wait, started));
+      const rows = await this.lockStatement<R>(statement.text, values, wait.signal, true);
       this.keys.set(key, { gate, reentry });
       return { section: this.nestedSection(key, release), rows };
     } catch (error) {

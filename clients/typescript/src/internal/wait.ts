@@ -107,16 +107,18 @@ export async function waitingStatement<R extends QueryResultRow>(
 }
 
 /**
- * The values of a key-taking statement, its wait (milliseconds, at index
- * `waitAt`) reduced by the time already spent at the gate.
+ * A statement that takes a key and may wait for it (`sandbox_lock`,
+ * `sandbox_ensure`, `sandbox_claim`): its text, and its values built from
+ * the wait it may still spend on the key (milliseconds; null as
+ * `lock_timeout` allows, 0 not at all).
  */
-export function remainingWait(
-  values: readonly unknown[],
-  waitAt: number,
-  wait: WaitOptions,
-  started: number,
-): readonly unknown[] {
-  if (wait.waitMs === null || wait.waitMs === 0) return values;
-  const left = Math.max(0, wait.waitMs - (performance.now() - started));
-  return values.map((v, i) => (i === waitAt ? left : v));
+export interface KeyStatement {
+  text: string;
+  values(waitMs: number | null): readonly unknown[];
+}
+
+/** The caller's wait for the key (`wait.waitMs`) reduced by the time already spent at the gate since `started`. */
+export function remainingWait(wait: WaitOptions, started: number): number | null {
+  if (wait.waitMs === null || wait.waitMs === 0) return wait.waitMs;
+  return Math.max(0, wait.waitMs - (performance.now() - started));
 }
