@@ -205,7 +205,7 @@ test('A is killed (kill -9) mid-stream; the reader reconnects to B with Last-Eve
 });
 
 test("A is paused (SIGSTOP) past its claim; B takes over once A's lease ran out; A, resumed, is refused every write", async () => {
-  const leaseMs = 1500;
+  const leaseMs = 3000; // renewed every 1 s: a loaded machine still renews in time
   const a = await startServer({ host: 'A', claim: true, leaseMs, chunks: CHUNKS, delayMs: 40 });
   const b = await startServer({ host: 'B', claim: false, leaseMs, chunks: CHUNKS, delayMs: 10 });
   try {
@@ -241,7 +241,11 @@ test("A is paused (SIGSTOP) past its claim; B takes over once A's lease ran out;
       ),
       'the read on B',
     );
-    assert.ok(Date.now() - pausedAt >= leaseMs - 200, "B waited for A's lease");
+    // A renews its lease every leaseMs / 3 (the lock store's default), so
+    // the lease it held when it stopped runs out between leaseMs - leaseMs / 3
+    // and leaseMs after the pause: B cannot have taken over before.
+    const waited = Date.now() - pausedAt;
+    assert.ok(waited >= leaseMs - leaseMs / 3 - 50, `B waited for A's lease (${waited} ms)`);
     await checkRun(runId, events);
     const runs = createRunStore(pool);
     const byB = await runs.get(runId);
