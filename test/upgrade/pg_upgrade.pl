@@ -123,11 +123,12 @@ WITH members AS (
      AND d.objid IS DISTINCT FROM
          to_regprocedure('sandbox_store.sandbox_upsert_release(text, bigint, text, text, text, text, text, timestamptz)')
      AND d.objid IS DISTINCT FROM to_regclass('sandbox_store.key_locks')
-     -- and the rest of 1.4: edition(), the checkpoint store and its helpers
+     -- and the rest of 1.4: edition(), the checkpoint store and its
+     -- helpers; and 1.5's runs and run logs
      AND NOT (d.classid = 'pg_proc'::regclass
-              AND (SELECT proname FROM pg_proc WHERE oid = d.objid) ~ '^(edition$|checkpoint_|_)')
+              AND (SELECT proname FROM pg_proc WHERE oid = d.objid) ~ '^(edition$|checkpoint_|run_|_)')
      AND NOT (d.classid = 'pg_class'::regclass
-              AND (SELECT relname FROM pg_class WHERE oid = d.objid) ~ '^checkpoint')),
+              AND (SELECT relname FROM pg_class WHERE oid = d.objid) ~ '^(checkpoint|run_)')),
 acls AS (
   SELECT 'acl' AS source, m.classid, m.objid, coalesce(m.acl, m.default_acl) AS acl FROM members m
   UNION ALL
