@@ -128,7 +128,7 @@ WITH members AS (
      AND NOT (d.classid = 'pg_proc'::regclass
               AND (SELECT proname FROM pg_proc WHERE oid = d.objid) ~ '^(edition$|checkpoint_|run_|_)')
      AND NOT (d.classid = 'pg_class'::regclass
-              AND (SELECT relname FROM pg_class WHERE oid = d.objid) ~ '^(checkpoint|run_)')),
+              AND (SELECT relname FROM pg_class WHERE oid = d.objid) ~ '^(checkpoint|runs$|run_)')),
 acls AS (
   SELECT 'acl' AS source, m.classid, m.objid, coalesce(m.acl, m.default_acl) AS acl FROM members m
   UNION ALL
