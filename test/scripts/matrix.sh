@@ -95,6 +95,27 @@ run_version() {
   echo "$ver${citus:+, Citus $citus}"
 }
 
+# SB_DRY_RUN set: print each version's suites, run nothing (no server is
+# built; the citus suite runs where build-citus.sh installs a Citus).
+if [ -n "${SB_DRY_RUN:-}" ]; then
+  for major in "${versions[@]}"; do
+    citus=
+    [ "$major" = "$base_major" ] || citus='(if build-citus.sh installs a Citus)'
+    (cd "$top" && SB_CITUS=$citus test/scripts/version-suites.sh) |
+      sed "s/^citus:/citus $citus:/; s/^/PostgreSQL $major: /"
+    if [[ " ${sql_edition_majors[*]} " == *" $major "* ]]; then
+      printf 'PostgreSQL %s: pg_tle:' "$major"
+      printf ' %q' test/scripts/with-sql-edition.sh pg_tle make -k --no-print-directory regresscheck isolationcheck tapcheck; echo
+    fi
+    if [ "$major" -ge 18 ]; then
+      printf 'PostgreSQL %s: pg_upgrade:' "$major"
+      printf ' %q' make --no-print-directory tapcheck PG_CONFIG="\$pgc" PROVE_TESTS=test/upgrade/pg_upgrade.pl; echo
+    fi
+  done
+  rmdir "$work"
+  exit 0
+fi
+
 for major in "${versions[@]}"; do
   start=$SECONDS
   echo "=== matrix: PostgreSQL $major"

@@ -34,6 +34,10 @@ suites=(
 passed=0 failed=0 failures=()
 for entry in "${suites[@]}"; do
   name=${entry%%:*} cmd=${entry#*:}
+  if [ -n "${SB_DRY_RUN:-}" ]; then
+    # shellcheck disable=SC2086  # the command as the loop below runs it
+    printf '%s:' "$name"; printf ' %q' $cmd; echo; continue
+  fi
   echo "=== suite $name: $cmd"
   start=$SECONDS
   if $cmd; then
@@ -49,6 +53,7 @@ for entry in "${suites[@]}"; do
   fi
 done
 
+[ -z "${SB_DRY_RUN:-}" ] || exit 0
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
 echo "suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -24,6 +24,10 @@ for name in "${suites[@]}"; do
   start=$SECONDS
   args=()
   [ "$name" = tapcheck ] && args=(PROVE_TESTS="${tap[*]}")
+  if [ -n "${SB_DRY_RUN:-}" ]; then
+    label=${name%-check}; label=${label%check}
+    printf '%s:' "$label"; printf ' %q' make --no-print-directory "$name" "${args[@]}"; echo; continue
+  fi
   if make --no-print-directory "$name" "${args[@]}"; then
     echo "version-suites: $name ok ($((SECONDS - start)) s)"
   else
@@ -34,4 +38,5 @@ for name in "${suites[@]}"; do
     done
   fi
 done
+[ -z "${SB_DRY_RUN:-}" ] || exit 0
 [ ${#failed[@]} -eq 0 ] || { echo "version-suites: failed: ${failed[*]}"; exit 1; }
