@@ -12,7 +12,7 @@ packages=(
   libtap-parser-sourcehandler-pgtap-perl  # pg_prove
   libipc-run-perl                   # PostgreSQL::Test::Cluster (Perl TAP)
   util-linux                        # runuser
-  clang-format cppcheck             # make lint
+  clang-format cppcheck shellcheck  # make lint
   pgbouncer                         # test/t/005_pgbouncer.pl
   sqlsmith                          # test/t/008_fuzz.pl
   libasan8 libubsan1                # make memcheck
