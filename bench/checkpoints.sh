@@ -26,16 +26,17 @@
 # BENCH_OUT/checkpoints.md (default bench/out/).
 set -euo pipefail
 
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../test/scripts/lib.sh"
+
 SECONDS_EACH=${BENCH_CP_SECONDS:-5}
 REPEATS=${BENCH_CP_REPEATS:-3}
 CLIENTS=${BENCH_CP_CLIENTS:-"1 8"}
 OUT=${BENCH_OUT:-bench/out}
 DB=bench_cp
 mkdir -p "$OUT"
-work=$(mktemp -d)
-trap 'rm -rf "$work"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true' EXIT
-
-psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
+sb_tempdir sb_bench_cp; work=$sb_dir
+sb_fresh_db "$DB"
 psql -X -q -v ON_ERROR_STOP=1 -d "$DB" <<'SQL'
 CREATE EXTENSION sandbox_store;
 -- The checkpoint every workload writes (its id and thread set per call).

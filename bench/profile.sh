@@ -125,6 +125,7 @@ mv "$dir/data" "$dir/data.orig"
 # The statement of a one-statement workload, its pgbench variables replaced
 # by $1 (k), $2 (t) and $3 (r): the PREPARE, and its EXECUTEs with random keys.
 statement_of() {
+  # shellcheck disable=SC1003,SC2016  # '^\\': a line that starts with a backslash; $1..$3 are the statement's, not the shell's
   grep -v '^--' "$here/$1.pgbench" | grep -v '^\\' | tr '\n' ' ' |
     sed -E -e 's/;[[:space:]]*$//' -e 's/(^|[^:]):k\b/\1$1/g' -e 's/(^|[^:]):t\b/\1$2/g' \
       -e 's/(^|[^:]):r\b/\1$3/g'
@@ -162,6 +163,7 @@ say "sandbox_store $version, $rows records, $calls calls after $warm warm-up cal
 printf '%-22s %14s\n' workload instructions >"$out/summary.txt"
 for wl in "${workloads[@]}"; do
   [ -f "$here/$wl.pgbench" ] || fail "no bench/$wl.pgbench"
+  # shellcheck disable=SC1003  # '^\\': a line that starts with a backslash
   if [ "$(grep -v '^--' "$here/$wl.pgbench" | grep -v '^\\' | grep -c ';')" != 1 ]; then
     say "$wl: skipped (not a one-statement workload)"
     continue

@@ -141,7 +141,7 @@ run_one() { # target clients rep workload (sql_X: X.pgbench against the SQL edit
   local tps lat
   tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$res" | head -n 1)
   lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$res")
-  [ -n "$tps" ] && [ -n "$lat" ] || fail "rtt $t ms $wl clients=$c: no throughput"
+  { [ -n "$tps" ] && [ -n "$lat" ]; } || fail "rtt $t ms $wl clients=$c: no throughput"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "${measured[$t]}" "$wl" "$c" "$rep" "$tps" "$lat" \
     "${cpu:-0}" "$secs" | psql_db -c "COPY bench_rtt FROM STDIN"
   printf 'bench-rtt: rtt=%-4s c=%-3s rep=%s %-20s tps=%9.0f  latency=%7.3f ms  proxy cpu=%5.2fs\n' \

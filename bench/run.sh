@@ -200,10 +200,11 @@ fi
   if [ "$sql_edition" = 1 ]; then
     echo "SQL edition: plain script $(basename "$sql_script"), md5 $(md5sum "$sql_script" | cut -c1-12), in database $sql_db"
   fi
+  read -ra phase_list <<<"$phases"
   echo "options: seconds=$secs repeats=$repeats clients='$clients_list' rows=$rows" \
     "plot_clients='$plot_clients' contention_clients=$cont_clients memory_calls=$mem_calls" \
     "hot_experiments=$hot hot_stamps=$hot_stamps scale_rows=$scale_rows scale_clients='$scale_clients'" \
-    "sql_edition=$sql_edition smoke=$smoke phases='$(echo $phases)'"
+    "sql_edition=$sql_edition smoke=$smoke phases='${phase_list[*]}'"
 } >"$out/machine.txt"
 sed 's/^/bench: /' "$out/machine.txt"
 
@@ -525,6 +526,7 @@ SQL
   for v in "${hot_variants[@]}"; do
     IFS='|' read -r ord name ddl mode version <<<"$v"
     case " ${BENCH_HOT_VARIANTS:-$ord} " in *" $ord "*) ;; *) continue ;; esac
+    # shellcheck disable=SC2016  # '$version': an SQL literal in a double-quoted string (the shell expands it)
     psql_db bench_hot -c "SET client_min_messages = warning" -c "DROP EXTENSION IF EXISTS sandbox_store CASCADE" \
       -c "CREATE EXTENSION sandbox_store${version:+ VERSION '$version'}"
     [ -z "$ddl" ] || psql_db bench_hot -c "$ddl"
@@ -545,7 +547,7 @@ SQL
 )
     res=$(echo "$res" | tail -n 1)
     read -r upd hotupd hb ha ib ia sec <<<"$res"
-    [ -n "$sec" ] && [ "$upd" -gt 0 ] || fail "HOT variant $ord: no stamps recorded ($res)"
+    { [ -n "$sec" ] && [ "$upd" -gt 0 ]; } || fail "HOT variant $ord: no stamps recorded ($res)"
     psql_db bench -c "INSERT INTO bench_hot VALUES ($ord, '$name', $hot_stamps, $upd, $hotupd, $hb, $ha, $ib, $ia, $sec)"
     say "hot variant $ord ($name): $hotupd of $upd stamps HOT, heap $hb -> $ha bytes, ${sec}s"
   done

@@ -152,7 +152,7 @@ run_one() { # workload rep
   tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$res" | head -n 1)
   lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' "$res")
   txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$res")
-  [ -n "$tps" ] && [ -n "$lat" ] && [ -n "$txns" ] && [ "$txns" -gt 0 ] || fail "runlog $wl: no throughput"
+  { [ -n "$tps" ] && [ -n "$lat" ] && [ -n "$txns" ] && [ "$txns" -gt 0 ]; } || fail "runlog $wl: no throughput"
   # What was written is what was sent: 16 entries per transaction, seqs
   # 1..last_seq in every run (the extension's), last_seq in run_logs.
   local check
@@ -190,7 +190,7 @@ psql_db -c "TRUNCATE sandbox_store.run_log_entries, sandbox_store.run_logs"
   "$out/runlog-wake.tsv" >"$work/wake.txt" || fail "the wake probe failed"
 declare -A p50 p99 pmax
 while IFS=$'\t' read -r name a b c; do p50[$name]=$a p99[$name]=$b pmax[$name]=$c; done <"$work/wake.txt"
-[ -n "${p50[notify]:-}" ] && [ -n "${p50[read]:-}" ] || fail "the wake probe reported nothing"
+{ [ -n "${p50[notify]:-}" ] && [ -n "${p50[read]:-}" ]; } || fail "the wake probe reported nothing"
 say "wake: notify p50 ${p50[notify]} ms p99 ${p99[notify]} ms; read p50 ${p50[read]} ms p99 ${p99[read]} ms"
 compare_rows=""
 # By default, the client's side (clients/typescript/test/lines/0.58/bench-wake.mjs:

@@ -8,7 +8,7 @@ export PG_CONFIG
 # The SQL edition's runs leave some tests out.
 include test/sql-edition.mk
 
-.PHONY: deps installed demo test matrix lint regresscheck isolationcheck pgtapcheck \
+.PHONY: deps installed demo test matrix lint suites-plan regresscheck isolationcheck pgtapcheck \
 	stresscheck tapcheck citus-check clientcheck memcheck growthcheck
 
 # Debian packages the build, the tests and the demo need (as root).
@@ -24,11 +24,15 @@ installed: deps
 demo: installed
 	test/scripts/with-cluster.sh test/scripts/demo.sh
 
-# Every suite on Debian's PostgreSQL 15 (test/scripts/run-tests.sh; the
-# citus suite on Citus 13.2.2; the SQL edition's suites on a copy of it with
-# pg_tle), then the matrix of PostgreSQL 15-19 (the citus suite again on 18,
-# with Citus 14.0.1, and the SQL edition's pg_regress and isolation); fails
-# if either failed.
+# The suites of test/scripts/suites.sh (test/suites.plan lists each run's,
+# in order): on Debian's PostgreSQL 15 every suite (test/scripts/run-tests.sh:
+# the citus suite on Citus 13.2.2; the SQL edition's through pg_tle and with
+# the plain script, on copies of the server), then the matrix of PostgreSQL
+# 15-19 (test/scripts/matrix.sh): on each version pg_regress, isolation,
+# pgTAP and the Perl TAP tests but 005 and 008; on 18 also the citus suite
+# with Citus 14.0.1 and the SQL edition's pg_regress, isolation and Perl TAP
+# tests through pg_tle; on 18 and 19 pg_upgrade and dump/restore from a 15
+# cluster.  Fails if either failed.
 test: installed
 	test/scripts/build-citus.sh >/dev/null
 	test/scripts/build-pg_tle.sh >/dev/null
@@ -40,11 +44,33 @@ MATRIX_VERSIONS = 15 16 17 18 19
 matrix: deps
 	test/scripts/matrix.sh $(MATRIX_VERSIONS)
 
+# Every shell script of the tree (the sourced ones too).
+SHELL_SCRIPTS = $(sort $(wildcard test/scripts/*.sh test/stress/*.sh test/memory/*.sh bench/*.sh \
+	release/*.sh src/sql/build.sh clients/typescript/test/run.sh .ci/run debian/tests/installcheck))
+
+# The suites each run plans (test/scripts/suites.sh), as the scripts print
+# them with SB_DRY_RUN=1: make lint checks that test/suites.plan still says
+# so; after a change to the suites, make suites-plan rewrites it (and the
+# diff is what the change does to the runs).
+SUITES_PLAN = { echo "\# The suites each run of make test executes, in order (make suites-plan;"; \
+	echo "\# test/scripts/suites.sh).  run-tests.sh:"; \
+	SB_DRY_RUN=1 SB_SUITES= test/scripts/run-tests.sh; \
+	echo "\# matrix.sh (version-suites.sh, then its own):"; \
+	SB_DRY_RUN=1 SB_SUITES= test/scripts/matrix.sh; }
+
+# The C code's format and cppcheck, shellcheck on every shell script, and
+# the suites planned.
 lint:
 	clang-format --dry-run --Werror src/*.c src/*.h
 	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q --max-configs=1 \
 		--suppress=missingIncludeSystem --suppress=missingInclude --suppress=toomanyconfigs \
 		"--suppress=*:$(includedir_server)/*" -I src -I $(includedir_server) src/
+	shellcheck -x $(SHELL_SCRIPTS)
+	@$(SUITES_PLAN) | diff -u test/suites.plan - || \
+		{ echo "lint: the suites planned differ from test/suites.plan (make suites-plan rewrites it)" >&2; exit 1; }
+
+suites-plan:
+	$(SUITES_PLAN) >test/suites.plan
 
 regresscheck:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)

@@ -38,6 +38,7 @@ set -eu
 edition=$1
 version=$2
 parts=$(dirname "$0")/parts
+# shellcheck disable=SC2016  # a dollar-quote tag of SQL, not an expansion
 tag='$_sandbox_store_$'
 c_class=$(sed -n 's/^#define SB_LOCK_CLASS \(0x[0-9A-Fa-f]*\)$/\1/p' "$(dirname "$0")/../sandbox_store.h")
 if [ -z "$c_class" ]; then

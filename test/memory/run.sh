@@ -47,7 +47,7 @@ sb_use_pg
 fuzz_calls=${SB_MEMCHECK_FUZZ_CALLS:-3000}
 growth_calls=${SB_MEMCHECK_GROWTH_CALLS:-100000}
 seed=${SB_FUZZ_SEED:-20261129}
-sanitize='-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=address'
+sanitize=('-fsanitize=address,undefined' -fno-omit-frame-pointer -fno-sanitize-recover=address)
 
 bindir=$("$PG_CONFIG" --bindir)
 sharedir=$("$PG_CONFIG" --sharedir)
@@ -63,12 +63,12 @@ sb_at_exit kill_holder
 failures=()
 
 # 1. The sanitizer build, out of the source tree.
-say "building sandbox_store with $sanitize"
+say "building sandbox_store with ${sanitize[*]}"
 # (the Makefile includes test/test.mk and bench/bench.mk)
 mkdir -p "$work/build"
 (cd "$top" && tar cf - Makefile sandbox_store.control META.json src test/test.mk test/sql-edition.mk bench/bench.mk release/release.mk) | tar xf - -C "$work/build"
 rm -f "$work/build"/src/*.o "$work/build"/src/*.bc "$work/build"/*.so
-make -C "$work/build" -s PG_CONFIG="$PG_CONFIG" with_llvm=no COPT="$sanitize" >"$work/build.log" 2>&1 ||
+make -C "$work/build" -s PG_CONFIG="$PG_CONFIG" with_llvm=no COPT="${sanitize[*]}" >"$work/build.log" 2>&1 ||
   { cat "$work/build.log" >&2; fail "the sanitizer build failed"; }
 
 # 2. A private installation with that build in it.
@@ -76,12 +76,12 @@ mkdir -p "$inst$bindir" "$inst$sharedir" "$inst$pkglibdir"
 cp -a "$bindir/." "$inst$bindir/"
 cp -a "$sharedir/." "$inst$sharedir/"
 cp -a "$pkglibdir/." "$inst$pkglibdir/"
-make -C "$work/build" -s PG_CONFIG="$PG_CONFIG" with_llvm=no COPT="$sanitize" DESTDIR="$inst" install \
+make -C "$work/build" -s PG_CONFIG="$PG_CONFIG" with_llvm=no COPT="${sanitize[*]}" DESTDIR="$inst" install \
   >>"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "the sanitizer build did not install"; }
 module=$inst$pkglibdir/sandbox_store.so
 libasan=$(ldd "$module" | awk '/libasan/ { print $3 }')
 if [ -z "$libasan" ] || [ ! -e "$libasan" ]; then fail "$module does not link libasan"; fi
-gcc $sanitize -O1 -g -fPIC -shared -I "$includedir_server" -o "$work/canary.so" "$top/test/memory/canary.c"
+gcc "${sanitize[@]}" -O1 -g -fPIC -shared -I "$includedir_server" -o "$work/canary.so" "$top/test/memory/canary.c"
 gcc -O2 -fPIC -shared -nostdlib -o "$work/asan_shim.so" "$top/test/memory/asan_shim.c"
 
 # 3. The server, with the sanitizer runtime preloaded: a cluster of the

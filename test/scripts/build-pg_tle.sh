@@ -27,7 +27,7 @@ set -euo pipefail
 
 # shellcheck source=test/scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
-sb_name=build-pg_tle
+sb_name='build-pg_tle'
 
 version=1.5.2
 tarball=pg_tle-$version.tar.gz

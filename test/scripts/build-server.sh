@@ -23,8 +23,11 @@
 # goes to stdout.
 set -euo pipefail
 
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
 major=${1:?usage: build-server.sh MAJOR}
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$sb_top
 
 base=$(command -v "${PG_CONFIG:-pg_config}" || true)
 [ -n "$base" ] || { echo "build-server: ${PG_CONFIG:-pg_config} not found (make deps installs postgresql-server-dev-15)" >&2; exit 1; }
@@ -42,14 +45,8 @@ case $major in
 *) echo "build-server: no source for PostgreSQL $major (supported: 15 16 17 18 19)" >&2; exit 1 ;;
 esac
 
-if [ -n "${SB_PG_CACHE:-}" ]; then
-  cache=$SB_PG_CACHE
-elif mkdir -p /var/cache/sandbox_store 2>/dev/null && [ -w /var/cache/sandbox_store ]; then
-  cache=/var/cache/sandbox_store
-else
-  cache=$HOME/.cache/sandbox_store
-fi
-mkdir -p "$cache"
+sb_pg_cache
+cache=$sb_cache
 
 vendor=${SB_VENDOR_DIR:-$top/../shared/vendor}
 
@@ -92,8 +89,7 @@ fi
 unset MAKELEVEL MAKEFLAGS MFLAGS MAKEOVERRIDES
 
 log=$cache/pg$major.log
-build=$(mktemp -d "${TMPDIR:-/tmp}/sb_pgbuild.XXXXXX")
-trap 'rm -rf "$build"' EXIT
+sb_tempdir sb_pgbuild; build=$sb_dir
 echo "build-server: building PostgreSQL $major from $tarball into $prefix (log: $log)" >&2
 start=$SECONDS
 rm -rf "$prefix"

@@ -4,6 +4,9 @@
 # checks.  Needs root (or sudo) when something is missing.
 set -euo pipefail
 
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+
 packages=(
   make gcc                          # build
   postgresql-15                     # server, initdb, pg_ctl, psql, pgbench
@@ -12,7 +15,7 @@ packages=(
   libtap-parser-sourcehandler-pgtap-perl  # pg_prove
   libipc-run-perl                   # PostgreSQL::Test::Cluster (Perl TAP)
   util-linux                        # runuser
-  clang-format cppcheck             # make lint
+  clang-format cppcheck shellcheck  # make lint
   pgbouncer                         # test/t/005_pgbouncer.pl
   sqlsmith                          # test/t/008_fuzz.pl
   libasan8 libubsan1                # make memcheck
@@ -35,14 +38,14 @@ command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all packages present"
+  say "all packages present"
   exit 0
 fi
 
-echo "install-deps: installing ${missing[*]}"
+say "installing ${missing[*]}"
 sudo=()
 if [ "$(id -u)" != 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 1; }
+  command -v sudo >/dev/null || { warn "run as root to install: ${missing[*]}"; exit 1; }
   sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive

@@ -14,20 +14,28 @@
 #      citus suite there) that has a Citus (build-citus.sh: 14.0.1 on 18),
 #      that Citus, built once into the server;
 #   5. on a throwaway cluster of that version (with-cluster.sh):
-#      pg_regress, isolation, pgTAP and the Perl TAP suites, and the citus
-#      suite where step 4 installed Citus (version-suites.sh);
-#   6. for 18: the SQL edition's pg_regress and isolation suites and its
-#      crash TAP tests (fences flushed as on 17 and later), through pg_tle,
-#      as a non-superuser (with-sql-edition.sh, on a copy of the server
-#      without the C edition and with pg_tle: build-pg_tle.sh);
-#   7. for 18 and 19: pg_upgrade and dump/restore from a 15 cluster
-#      (test/upgrade/pg_upgrade.pl).
+#      the suites of test/scripts/suites.sh's runs "version" (pg_regress,
+#      isolation, pgTAP and the Perl TAP suites) and, where step 4 installed
+#      Citus, "version-citus" (the citus suite) (version-suites.sh);
+#   6. its "sql-edition" suites (on 18: the SQL edition's pg_regress and
+#      isolation suites and its crash TAP tests, fences flushed as on 17
+#      and later), through pg_tle, as a non-superuser (with-sql-edition.sh,
+#      on a copy of the server without the C edition and with pg_tle:
+#      build-pg_tle.sh);
+#   7. its "upgrade" suites (on 18 and 19: pg_upgrade and dump/restore from
+#      a 15 cluster, test/upgrade/pg_upgrade.pl).
 #
 # One line per version, then "matrix: N passed, N failed"; exit status 1 if
 # any version failed.  Outputs of a failed version are kept and named.
+# SB_SUITES as in run-tests.sh; SB_DRY_RUN set: print each version's suites
+# ("PostgreSQL MAJOR: NAME: COMMAND"), build and run nothing.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=test/scripts/suites.sh
+. "$sb_top/test/scripts/suites.sh"
+top=$sb_top
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(15 16 17 18 19)
 # The base server: the one of PG_CONFIG (Debian's 15 here); pg_upgrade
@@ -38,9 +46,27 @@ base_major=$("$base_pgc" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 as_postgres=()
 [ "$(id -u)" = 0 ] && as_postgres=(runuser -u postgres --)
 
-# The majors where the SQL edition's pg_regress and isolation suites run
-# too, through pg_tle (run-tests.sh runs all of its suites on 15).
-sql_edition_majors=(18)
+if [ -n "${SB_DRY_RUN:-}" ]; then
+  # (No server is built: the citus suite runs where build-citus.sh installs
+  # a Citus.)
+  for major in "${versions[@]}"; do
+    citus=
+    [ "$major" = "$base_major" ] || citus='(if build-citus.sh installs a Citus)'
+    (cd "$top" && SB_CITUS=$citus test/scripts/version-suites.sh) |
+      sed "s/^citus:/citus $citus:/; s/^/PostgreSQL $major: /"
+    sb_suites "sql-edition upgrade" "$major"
+    for i in "${sb_plan[@]}"; do
+      printf 'PostgreSQL %s: ' "$major"
+      if sb_suite_in "${sb_suite_runs[i]}" upgrade "$major"; then
+        sb_suite_line "$i" "PG_CONFIG=\$pgc"
+      else
+        sb_suite_line "$i"
+      fi
+    done
+  done
+  exit 0
+fi
+
 passed=0 failed=0 lines=()
 work=$(mktemp -d "${TMPDIR:-/tmp}/sb_matrix.XXXXXX")
 chmod 755 "$work"
@@ -51,22 +77,14 @@ if git_dir=$(git -C "$top" rev-parse --absolute-git-dir 2>/dev/null); then
   export SB_GIT_DIR=$git_dir
 fi
 
-# Copy the tree without build outputs, so each version compiles from scratch.
-copy_tree() {
-  mkdir -p "$1"
-  (cd "$top" && tar cf - --exclude=./.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-    --exclude=./results --exclude=./output_iso --exclude=./tmp_check \
-    --exclude=./clients/typescript/node_modules --exclude=./clients/typescript/dist .) |
-    tar xf - -C "$1"
-}
-
 run_version() {
-  local major=$1 dir=$work/pg$1 pgc bindir sharedir ver citus= tle_pgc
+  local major=$1 dir=$work/pg$1 pgc bindir sharedir ver citus='' tle_pgc='' i
   pgc=$("$top/test/scripts/build-server.sh" "$major") || { echo "no server"; return 1; }
   bindir=$("$pgc" --bindir) sharedir=$("$pgc" --sharedir)
   ver=$("$pgc" --version)
   echo "matrix: $ver ($pgc)" >&2
-  copy_tree "$dir"
+  # Without build outputs, so each version compiles from scratch.
+  sb_copy_tree "$dir"
   make -C "$dir" -s PG_CONFIG="$pgc" WERROR=1 all install >"$dir/build.log" 2>&1 ||
     { cat "$dir/build.log" >&2; echo "extension build failed"; return 1; }
   if [ ! -f "$sharedir/extension/pgtap.control" ]; then
@@ -78,20 +96,23 @@ run_version() {
   fi
   SB_CITUS=$citus PG_CONFIG=$pgc "$dir/test/scripts/with-cluster.sh" test/scripts/version-suites.sh >&2 ||
     { echo "suites failed"; return 1; }
-  if [[ " ${sql_edition_majors[*]} " == *" $major "* ]]; then
-    # (The copy is made from here: the vendored tarball is found from the
-    # clone.  make -k: the isolation suite runs even if pg_regress failed.)
-    tle_pgc=$("$top/test/scripts/build-pg_tle.sh" "$pgc") || { echo "pg_tle build failed"; return 1; }
-    PG_CONFIG=$tle_pgc "$dir/test/scripts/with-sql-edition.sh" pg_tle \
-      make -k --no-print-directory regresscheck isolationcheck tapcheck >&2 ||
-      { echo "SQL edition (pg_tle) suites failed"; return 1; }
-  fi
-  if [ "$major" -ge 18 ]; then
-    chown -R postgres: "$dir" 2>/dev/null || true
-    (cd "$dir" && "${as_postgres[@]}" env SB_OLD_BINDIR="$base_bindir" SB_NEW_BINDIR="$bindir" \
-      make --no-print-directory tapcheck PG_CONFIG="$pgc" PROVE_TESTS=test/upgrade/pg_upgrade.pl) >&2 ||
-      { echo "pg_upgrade from 15 failed"; return 1; }
-  fi
+  sb_suites "sql-edition upgrade" "$major"
+  for i in "${sb_plan[@]}"; do
+    sb_suite_cmd "$i"
+    if sb_suite_in "${sb_suite_runs[i]}" sql-edition "$major"; then
+      # (The copy is made from here: the vendored tarball is found from the
+      # clone.)
+      [ -n "$tle_pgc" ] || tle_pgc=$("$top/test/scripts/build-pg_tle.sh" "$pgc") ||
+        { echo "pg_tle build failed"; return 1; }
+      (cd "$dir" && PG_CONFIG=$tle_pgc "${sb_cmd[@]}") >&2 ||
+        { echo "SQL edition (pg_tle) suites failed"; return 1; }
+    else
+      chown -R postgres: "$dir" 2>/dev/null || true
+      (cd "$dir" && "${as_postgres[@]}" env SB_OLD_BINDIR="$base_bindir" SB_NEW_BINDIR="$bindir" \
+        "${sb_cmd[@]}" PG_CONFIG="$pgc") >&2 ||
+        { echo "pg_upgrade from $base_major failed"; return 1; }
+    fi
+  done
   echo "$ver${citus:+, Citus $citus}"
 }
 

@@ -1,42 +1,33 @@
 #!/usr/bin/env bash
-# Run every test suite against the cluster in PGHOST/PGPORT (see
-# with-cluster.sh), and the SQL edition's against clusters of their own (see
-# with-sql-edition.sh), go on past a failing suite, print what failed and a
-# closing "N passed, N failed" line; exit non-zero if any suite failed.
+# Run every suite of make test's run on the server of PG_CONFIG (those of
+# test/scripts/suites.sh that include "root", in its order) against the
+# cluster in PGHOST/PGPORT (see with-cluster.sh), and the SQL edition's
+# against clusters of their own (see with-sql-edition.sh); go on past a
+# failing suite, print what failed and a closing "N passed, N failed" line;
+# exit non-zero if any suite failed.
+#
+#   SB_SUITES   a space-separated list of suite names: only those
+#   SB_DRY_RUN  set: print each suite ("NAME: COMMAND"), run nothing
 set -uo pipefail
 
-suites=(
-  "lint:make --no-print-directory lint"
-  "regress:make --no-print-directory regresscheck"
-  "isolation:make --no-print-directory isolationcheck"
-  "pgtap:make --no-print-directory pgtapcheck"
-  "stress:make --no-print-directory stresscheck"
-  "citus:make --no-print-directory citus-check"
-  "tap:make --no-print-directory tapcheck"
-  "client:make --no-print-directory clientcheck"
-  "deb:test/scripts/release-test.sh deb"
-  "pgxn:test/scripts/release-test.sh pgxn"
-  # The SQL edition, as a non-superuser, on a cluster of its own
-  # (with-sql-edition.sh; test/sql-edition.mk says what each leaves out).
-  "pg_tle-regress:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory regresscheck"
-  "pg_tle-isolation:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory isolationcheck"
-  "pg_tle-pgtap:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory pgtapcheck"
-  "pg_tle-tap:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory tapcheck"
-  "pg_tle-client:test/scripts/with-sql-edition.sh pg_tle make --no-print-directory clientcheck"
-  "plain-regress:test/scripts/with-sql-edition.sh plain make --no-print-directory regresscheck"
-  "plain-isolation:test/scripts/with-sql-edition.sh plain make --no-print-directory isolationcheck"
-  "plain-pgtap:test/scripts/with-sql-edition.sh plain make --no-print-directory pgtapcheck"
-  "bench-smoke:env BENCH_SMOKE=1 bench/run.sh"
-  "growth:make --no-print-directory growthcheck"
-  "memory:make --no-print-directory memcheck"
-)
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=test/scripts/suites.sh
+. "$sb_top/test/scripts/suites.sh"
+
+sb_suites root
+if [ -n "${SB_DRY_RUN:-}" ]; then
+  for i in "${sb_plan[@]}"; do sb_suite_line "$i"; done
+  exit 0
+fi
 
 passed=0 failed=0 failures=()
-for entry in "${suites[@]}"; do
-  name=${entry%%:*} cmd=${entry#*:}
-  echo "=== suite $name: $cmd"
+for i in "${sb_plan[@]}"; do
+  name=$(sb_suite_name "$i")
+  sb_suite_cmd "$i"
+  echo "=== suite $name: ${sb_cmd[*]}"
   start=$SECONDS
-  if $cmd; then
+  if "${sb_cmd[@]}"; then
     passed=$((passed + 1)); echo "=== suite $name: ok ($((SECONDS - start))s)"
   else
     failed=$((failed + 1)); failures+=("$name"); echo "=== suite $name: FAILED ($((SECONDS - start))s)"

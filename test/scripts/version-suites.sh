@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
-# version-suites.sh: the suites make matrix runs on each PostgreSQL version,
-# against the cluster in PGHOST/PGPORT (see with-cluster.sh) and the server
-# of PG_CONFIG: pg_regress, isolation, pgTAP, and the Perl TAP tests that
-# need no package beyond the server (005 needs pgbouncer and 008 sqlsmith;
-# make test runs both on 15), and with SB_CITUS set (the Citus version
-# matrix.sh installed into this server) the citus suite.  Goes on past a
-# failing suite; exits non-zero if any failed.
+# version-suites.sh: the suites make matrix runs on each PostgreSQL version
+# (those of test/scripts/suites.sh that include "version", and with SB_CITUS
+# set, the Citus version matrix.sh installed into this server, those of
+# "version-citus"), against the cluster in PGHOST/PGPORT (see
+# with-cluster.sh) and the server of PG_CONFIG.  Goes on past a failing
+# suite; exits non-zero if any failed.  SB_SUITES and SB_DRY_RUN as in
+# run-tests.sh.
 set -uo pipefail
 
-tap=()
-for t in test/t/*.pl; do
-  case $t in
-  */005_pgbouncer.pl | */008_fuzz.pl) ;;
-  *) tap+=("$t") ;;
-  esac
-done
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=test/scripts/suites.sh
+. "$sb_top/test/scripts/suites.sh"
 
-suites=(regresscheck isolationcheck pgtapcheck tapcheck)
-[ -z "${SB_CITUS:-}" ] || suites+=(citus-check)
+sb_suites "version${SB_CITUS:+ version-citus}"
+plan=("${sb_plan[@]}")
+if [ -n "${SB_DRY_RUN:-}" ]; then
+  for i in "${plan[@]}"; do sb_suite_line "$i"; done
+  exit 0
+fi
 
 failed=()
-for name in "${suites[@]}"; do
+for i in "${plan[@]}"; do
+  name=$(sb_suite_name "$i")
+  sb_suite_cmd "$i"
   start=$SECONDS
-  args=()
-  [ "$name" = tapcheck ] && args=(PROVE_TESTS="${tap[*]}")
-  if make --no-print-directory "$name" "${args[@]}"; then
+  if "${sb_cmd[@]}"; then
     echo "version-suites: $name ok ($((SECONDS - start)) s)"
   else
     echo "version-suites: $name FAILED ($((SECONDS - start)) s)"

@@ -66,7 +66,7 @@ make -s --no-print-directory sql-edition >/dev/null || fail "make sql-edition fa
 version=$(sed -n "s/^default_version = '\\(.*\\)'$/\\1/p" sandbox_store.control)
 plain=$sb_top/dist/sandbox_store-$version.sql
 tle=$sb_top/dist/sandbox_store-$version-pg_tle.sql
-[ -f "$plain" ] && [ -f "$tle" ] || fail "make sql-edition did not write $plain and $tle"
+{ [ -f "$plain" ] && [ -f "$tle" ]; } || fail "make sql-edition did not write $plain and $tle"
 
 sb_tempdir sandbox_store_pg; dir=$sb_dir
 conf=("max_connections = 100")

@@ -66,7 +66,7 @@ for direct in on off; do
   n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out/rr_upsert.$direct.log")
   retried=$(sed -n 's/^number of transactions retried: \([0-9]*\).*/\1/p' "$out/rr_upsert.$direct.log")
   m=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out/rr_other.$direct.log")
-  [ "${n:-0}" -gt 100 ] && [ "${m:-0}" -gt 100 ] || fail "direct_reads=$direct: too few transactions ($n, $m)"
+  { [ "${n:-0}" -gt 100 ] && [ "${m:-0}" -gt 100 ]; } || fail "direct_reads=$direct: too few transactions ($n, $m)"
   say "direct_reads=$direct: $n REPEATABLE READ write+read transactions (${retried:-0} retried after 40001) against $m others: every read saw its own write"
 done
 say ok

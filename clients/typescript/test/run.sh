@@ -29,7 +29,8 @@ command -v npm >/dev/null 2>&1 || { echo "run.sh: npm not found (install nodejs 
 
 # npm's cache lives in $HOME/.npm; use a private one if HOME is not writable.
 if [ ! -w "${HOME:-/nonexistent}" ]; then
-  export npm_config_cache="${TMPDIR:-/tmp}/sandbox_store_npm_cache.$(id -u)"
+  npm_config_cache="${TMPDIR:-/tmp}/sandbox_store_npm_cache.$(id -u)"
+  export npm_config_cache
 fi
 export npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
 

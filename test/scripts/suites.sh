@@ -1,0 +1,150 @@
+# shellcheck shell=bash
+# test/scripts/suites.sh: the one list of the test suites and of the runs
+# that include each (sourced after lib.sh, never run).  run-tests.sh,
+# version-suites.sh and matrix.sh take their suites from here, in this order.
+#
+#   sb_suite NAME RUNS COMMAND [ARG...]
+#
+# COMMAND runs from the top of the tree (a copy of it, as root).  RUNS is a
+# comma-separated list of:
+#
+#   root            run-tests.sh: make test's run on the server of PG_CONFIG
+#                   (Debian's 15), against a throwaway cluster
+#                   (with-cluster.sh), the SQL edition's suites through
+#                   with-sql-edition.sh on clusters of their own
+#   version         version-suites.sh: the matrix's run on each version,
+#                   against a throwaway cluster of that version
+#   version-citus   version-suites.sh where matrix.sh installed a Citus into
+#                   that version (SB_CITUS; build-citus.sh: 14.0.1 on 18)
+#   sql-edition@MAJORS  matrix.sh, after version-suites.sh: the SQL edition
+#                   through pg_tle (PG_CONFIG: a copy of the version's
+#                   server with pg_tle, build-pg_tle.sh)
+#   upgrade@MAJORS  matrix.sh, last: as postgres, with SB_OLD_BINDIR (the
+#                   server of PG_CONFIG) and SB_NEW_BINDIR (the version's),
+#                   and PG_CONFIG=the version's pg_config added to COMMAND
+#
+# MAJORS: MAJOR[+MAJOR...]; MAJOR- is that version and every later one.
+#
+#   sb_suites "RUN..." [MAJOR]   sets sb_plan to the indexes of the suites
+#                           of those runs (space-separated) on MAJOR, in
+#                           order (with SB_SUITES set, a space-separated list
+#                           of names: only those)
+#   sb_suite_name I, sb_suite_cmd I   its name; its COMMAND, as the array
+#                           sb_cmd
+#   sb_suite_line I [ARG...]   prints "NAME: COMMAND ARG..." (each word
+#                           quoted as bash would need it): the dry run's line
+#
+# test/suites.plan is what the three scripts print with SB_DRY_RUN=1 (make
+# suites-plan writes it, make lint compares).
+
+: "${sb_top:?suites.sh: source lib.sh first}"
+sb_suite_names=() sb_suite_runs=() sb_suite_count=0
+
+sb_suite() {
+  local i=$sb_suite_count
+  sb_suite_names[i]=$1 sb_suite_runs[i]=$2
+  shift 2
+  declare -ga "sb_suite_cmd_$i"
+  local -n sb_dst="sb_suite_cmd_$i"
+  # shellcheck disable=SC2034  # sb_dst names sb_suite_cmd_I (a nameref)
+  sb_dst=("$@")
+  sb_suite_count=$((i + 1))
+}
+
+# True if RUNS (of a suite) includes RUN on MAJOR.
+sb_suite_in() {
+  local runs=$1 run=$2 major=${3:-} token majors m
+  local IFS=,
+  for token in $runs; do
+    case $token in
+    "$run") return 0 ;;
+    "$run@"*)
+      majors=${token#*@}
+      IFS=+
+      for m in $majors; do
+        case $m in
+        *-) [ -n "$major" ] && [ "$major" -ge "${m%-}" ] && return 0 ;;
+        *) [ "$major" = "$m" ] && return 0 ;;
+        esac
+      done
+      IFS=,
+      ;;
+    esac
+  done
+  return 1
+}
+
+sb_suites() {
+  local i run in
+  sb_plan=()
+  for ((i = 0; i < sb_suite_count; i++)); do
+    in=
+    for run in $1; do
+      sb_suite_in "${sb_suite_runs[i]}" "$run" "${2:-}" && in=1
+    done
+    [ -n "$in" ] || continue
+    if [ -n "${SB_SUITES:-}" ] && [[ " $SB_SUITES " != *" ${sb_suite_names[i]} "* ]]; then
+      continue
+    fi
+    sb_plan+=("$i")
+  done
+}
+
+sb_suite_name() { printf '%s\n' "${sb_suite_names[$1]}"; }
+sb_suite_cmd() {
+  local -n sb_src="sb_suite_cmd_$1"
+  sb_cmd=("${sb_src[@]}")
+}
+sb_suite_line() {
+  local i=$1
+  shift
+  sb_suite_cmd "$i"
+  printf '%s:' "${sb_suite_names[i]}"
+  printf ' %q' "${sb_cmd[@]}" "$@"
+  echo
+}
+
+# The Perl TAP tests that need no package beyond the server: 005 needs
+# pgbouncer and 008 sqlsmith (the root run has both).
+sb_portable_tap=()
+for sb_t in "$sb_top"/test/t/*.pl; do
+  case $sb_t in
+  */005_pgbouncer.pl | */008_fuzz.pl) ;;
+  *) sb_portable_tap+=("${sb_t#"$sb_top"/}") ;;
+  esac
+done
+unset sb_t
+
+# The suites.  root: the C edition's, then (as a non-superuser, each on a
+# cluster of its own: with-sql-edition.sh; test/sql-edition.mk says what each
+# leaves out) the SQL edition's through pg_tle and with the plain script,
+# then the slow ones.
+sb_make=(make --no-print-directory)
+sb_sql=test/scripts/with-sql-edition.sh
+sb_suite lint             root                  "${sb_make[@]}" lint
+sb_suite regress          root,version          "${sb_make[@]}" regresscheck
+sb_suite isolation        root,version          "${sb_make[@]}" isolationcheck
+sb_suite pgtap            root,version          "${sb_make[@]}" pgtapcheck
+sb_suite stress           root                  "${sb_make[@]}" stresscheck
+sb_suite citus            root                  "${sb_make[@]}" citus-check
+sb_suite tap              root                  "${sb_make[@]}" tapcheck
+sb_suite tap              version               "${sb_make[@]}" tapcheck PROVE_TESTS="${sb_portable_tap[*]}"
+sb_suite citus            version-citus         "${sb_make[@]}" citus-check
+sb_suite client           root                  "${sb_make[@]}" clientcheck
+sb_suite deb              root                  test/scripts/release-test.sh deb
+sb_suite pgxn             root                  test/scripts/release-test.sh pgxn
+sb_suite pg_tle-regress   root                  "$sb_sql" pg_tle "${sb_make[@]}" regresscheck
+sb_suite pg_tle-isolation root                  "$sb_sql" pg_tle "${sb_make[@]}" isolationcheck
+sb_suite pg_tle-pgtap     root                  "$sb_sql" pg_tle "${sb_make[@]}" pgtapcheck
+sb_suite pg_tle-tap       root                  "$sb_sql" pg_tle "${sb_make[@]}" tapcheck
+sb_suite pg_tle-client    root                  "$sb_sql" pg_tle "${sb_make[@]}" clientcheck
+sb_suite plain-regress    root                  "$sb_sql" plain "${sb_make[@]}" regresscheck
+sb_suite plain-isolation  root                  "$sb_sql" plain "${sb_make[@]}" isolationcheck
+sb_suite plain-pgtap      root                  "$sb_sql" plain "${sb_make[@]}" pgtapcheck
+# (One cluster for the three; make -k: the others run even if one failed.)
+sb_suite pg_tle           sql-edition@18        "$sb_sql" pg_tle make -k --no-print-directory regresscheck isolationcheck tapcheck
+sb_suite pg_upgrade       upgrade@18-           "${sb_make[@]}" tapcheck PROVE_TESTS=test/upgrade/pg_upgrade.pl
+sb_suite bench-smoke      root                  env BENCH_SMOKE=1 bench/run.sh
+sb_suite growth           root                  "${sb_make[@]}" growthcheck
+sb_suite memory           root                  "${sb_make[@]}" memcheck
+unset sb_make sb_sql
