@@ -2,8 +2,14 @@
 -- PL/pgSQL, for servers that cannot load the library (pg_tle, or the plain
 -- script).  docs/reference.md, "Editions", lists where they differ and why.
 --
--- Every function runs with search_path pg_catalog, pg_temp and names every
--- object of the extension in full.  The interface functions are SECURITY
+-- Every interface function runs with search_path pg_catalog, pg_temp (its
+-- SET clause), and so do the helpers it calls.  Most helpers have no SET
+-- clause of their own (one costs a save and restore of the setting per
+-- call, and keeps a SQL function from being inlined): they run only under a
+-- caller's pinned search_path, since nobody else may call them (schema
+-- sandbox_store_internal, no USAGE for other roles).  The helpers that SQL
+-- of other parts calls (checkpoints, runs) keep theirs.  Every object of the
+-- extension is named in full.  The interface functions are SECURITY
 -- DEFINER: they run as the role that installed the extension, which owns the
 -- tables (the C edition switches to the tables' owner for its statements).
 -- row_security is off in them, so row-level security an owner forces on the
@@ -23,19 +29,17 @@
 CREATE FUNCTION sandbox_store_internal._lock_id(k pg_catalog.text)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     b pg_catalog.bytea := pg_catalog.convert_to(k, pg_catalog.getdatabaseencoding());
     hi pg_catalog.int8 := 3421674724;
     lo pg_catalog.int8 := 2216829733;
-    t pg_catalog.int8;
+    t pg_catalog.int8;    -- lo xor the byte; (t << 8) is t * 2^40 in hi (mod 2^32)
 BEGIN
     FOR i IN 0 .. pg_catalog.length(b) - 1 LOOP
-        lo := lo # pg_catalog.get_byte(b, i);
-        t := lo * 435;
-        hi := (hi * 435 + (t >> 32) + ((lo & 16777215) << 8)) & 4294967295;
-        lo := t & 4294967295;
+        t := lo # pg_catalog.get_byte(b, i);
+        hi := (hi * 435 + ((t * 435) >> 32) + (t << 8)) & 4294967295;
+        lo := (t * 435) & 4294967295;
     END LOOP;
     RETURN (hi << 32) | lo;
 END
@@ -47,7 +51,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._bad_text(v pg_catalog.text, arg pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF v IS NULL THEN
@@ -74,7 +77,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._null_arg(arg pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
@@ -82,15 +84,17 @@ BEGIN
 END
 $$;
 
--- An interval's months, days and microseconds, each with its sign.
+-- An interval's months, days and microseconds, each with its sign (in
+-- PL/pgSQL: a SQL function that returns a record is never inlined).
 CREATE FUNCTION sandbox_store_internal._interval_parts(v pg_catalog.interval,
     OUT months pg_catalog.numeric, OUT days pg_catalog.numeric, OUT usecs pg_catalog.numeric)
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-SELECT extract(year FROM v) * 12 + extract(month FROM v),
-       extract(day FROM v),
-       (extract(hour FROM v) * 3600 + extract(minute FROM v) * 60 + extract(second FROM v)) * 1000000
+BEGIN
+    months := extract(year FROM v) * 12 + extract(month FROM v);
+    days := extract(day FROM v);
+    usecs := (extract(hour FROM v) * 3600 + extract(minute FROM v) * 60 + extract(second FROM v)) * 1000000;
+END
 $$;
 
 -- An interval argument: parts of one sign; not negative; positive (and
@@ -99,7 +103,6 @@ CREATE FUNCTION sandbox_store_internal._check_interval(v pg_catalog.interval, ar
                                               must_be_positive pg_catalog.bool)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p record := sandbox_store_internal._interval_parts(v);
@@ -140,7 +143,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._cutoff(age pg_catalog.interval)
 RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p record := sandbox_store_internal._interval_parts(age);
@@ -158,7 +160,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._refuse_on_standby(k pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'read_only_sql_transaction',
@@ -176,7 +177,6 @@ CREATE FUNCTION sandbox_store_internal._not_obtained(k pg_catalog.text, wait pg_
                                             blocked_until pg_catalog.timestamptz)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     limit_text pg_catalog.text;
@@ -206,7 +206,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._changed(k pg_catalog.text, what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'serialization_failure',
@@ -221,7 +220,6 @@ CREATE FUNCTION sandbox_store_internal._claim_lost(k pg_catalog.text, how pg_cat
                                           f pg_catalog.int8, newest pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF how = 'token' THEN
@@ -258,9 +256,8 @@ $$;
 CREATE FUNCTION sandbox_store_internal._snapshot_isolation()
 RETURNS pg_catalog.bool
 LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
-SELECT current_setting('transaction_isolation') IN ('repeatable read', 'serializable')
+SELECT pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) ANY ('{repeatable read,serializable}'::pg_catalog.text[])
 $$;
 
 -- REPEATABLE READ / SERIALIZABLE: a statement reads with the transaction's
@@ -272,7 +269,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._probe_hidden(k pg_catalog.text, what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     BEGIN
@@ -300,7 +296,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._current_record(k pg_catalog.text)
 RETURNS sandbox_store.instances
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     r sandbox_store.instances;
@@ -326,17 +321,16 @@ $$;
 CREATE FUNCTION sandbox_store_internal._draw_fence(above pg_catalog.int8)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     f pg_catalog.int8;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(0, 21315);
+    IF (pg_advisory_xact_lock_shared(0, 21315)) IS NULL THEN END IF;
     f := nextval('sandbox_store.fence_seq');
     IF f > above THEN
         RETURN f;
     END IF;
-    PERFORM pg_advisory_xact_lock(0, 21315);
+    IF (pg_advisory_xact_lock(0, 21315)) IS NULL THEN END IF;
     f := nextval('sandbox_store.fence_seq');
     IF f <= above THEN
         PERFORM setval('sandbox_store.fence_seq', above);
@@ -360,14 +354,13 @@ $$;
 CREATE FUNCTION sandbox_store_internal._keep_fence()
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF current_setting('synchronous_commit') = 'off' THEN
-        PERFORM set_config('synchronous_commit', 'local', true);
+        IF (set_config('synchronous_commit', 'local', true)) IS NULL THEN END IF;
     END IF;
     IF current_setting('server_version_num')::pg_catalog.int4 >= 170000 THEN
-        PERFORM pg_logical_emit_message(false, 'sandbox_store', ''::pg_catalog.text, true);
+        IF (pg_logical_emit_message(false, 'sandbox_store', ''::pg_catalog.text, true)) IS NULL THEN END IF;
     END IF;
 END
 $$;
@@ -382,7 +375,7 @@ AS $$
 DECLARE
     f pg_catalog.int8 := sandbox_store_internal._draw_fence(above);
 BEGIN
-    PERFORM sandbox_store_internal._keep_fence();
+    IF (sandbox_store_internal._keep_fence()) IS NULL THEN END IF;
     RETURN f;
 END
 $$;
@@ -431,12 +424,11 @@ $$;
 CREATE FUNCTION sandbox_store_internal._lock_within(lock_id pg_catalog.int8, ms pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 SET lock_timeout = 0
 AS $$
 BEGIN
-    PERFORM set_config('lock_timeout', ms::pg_catalog.text, true);
-    PERFORM pg_advisory_xact_lock(lock_id);
+    IF (set_config('lock_timeout', ms::pg_catalog.text, true)) IS NULL THEN END IF;
+    IF (pg_advisory_xact_lock(lock_id)) IS NULL THEN END IF;
 END
 $$;
 
@@ -446,7 +438,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._retire(k pg_catalog.text)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     newest pg_catalog.int8;
@@ -486,16 +477,15 @@ CREATE FUNCTION sandbox_store_internal._take(k pg_catalog.text, lock_id pg_catal
                                     OUT fence pg_catalog.int8, OUT owner_token pg_catalog.uuid,
                                     OUT lease_expires_at pg_catalog.timestamptz)
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     started pg_catalog.timestamptz := clock_timestamp();
     deadline pg_catalog.timestamptz;    -- NULL: no bound
-    by_lock_timeout boolean := false;
+    by_lock_timeout boolean;
     lock_timeout_ms pg_catalog.int8;
     p record;
     ms_left pg_catalog.int8;
-    delay_ms pg_catalog.int4 := 1;
+    delay_ms pg_catalog.int4;
     nap_ms pg_catalog.numeric;
     c_fence pg_catalog.int8;
     c_until pg_catalog.timestamptz;
@@ -508,6 +498,28 @@ BEGIN
     IF pg_is_in_recovery() THEN
         PERFORM sandbox_store_internal._refuse_on_standby(k);
     END IF;
+    -- Lock mode without a wait at READ COMMITTED, the common call: the
+    -- lock, and no live claim in the way (else the general loop below).
+    IF wait IS NULL AND lease IS NULL AND NOT rr THEN
+        BEGIN
+            IF (pg_advisory_xact_lock(lock_id)) IS NULL THEN END IF;
+            SELECT l.fence, l.lease_expires_at OPERATOR(pg_catalog.>) clock_timestamp()
+              INTO c_fence, c_live
+              FROM ONLY sandbox_store.leases l
+             WHERE l.key OPERATOR(pg_catalog.=) k AND l.owner_token IS NOT NULL;
+            IF c_live THEN
+                -- Give the lock back (the subtransaction's rollback does).
+                RAISE EXCEPTION USING ERRCODE = 'SBW01';
+            END IF;
+        EXCEPTION WHEN SQLSTATE 'SBW01' THEN
+            c_live := true;
+        END;
+        IF c_fence IS NULL OR (NOT c_live AND sandbox_store_internal._retire(k)) THEN
+            RETURN;
+        END IF;
+    END IF;
+    by_lock_timeout := false;
+    delay_ms := 1;
     -- How long the caller may wait: wait (more than 36,500 days is no
     -- bound), or lock_timeout if that is sooner.
     IF wait IS NOT NULL THEN
@@ -516,11 +528,15 @@ BEGIN
             deadline := started + make_interval(secs => (p.usecs + p.days * 86400000000 + p.months * 30 * 86400000000) / 1000000);
         END IF;
     END IF;
-    lock_timeout_ms := (extract(epoch FROM current_setting('lock_timeout')::pg_catalog.interval) * 1000)::pg_catalog.int8;
-    IF lock_timeout_ms > 0 THEN
-        IF deadline IS NULL OR started + make_interval(secs => lock_timeout_ms / 1000.0) < deadline THEN
-            deadline := started + make_interval(secs => lock_timeout_ms / 1000.0);
-            by_lock_timeout := true;
+    -- Without a wait, lock_timeout matters only once a claim is in the way
+    -- (PostgreSQL's own wait for the lock ends with it): read it there.
+    IF wait IS NOT NULL THEN
+        lock_timeout_ms := (extract(epoch FROM current_setting('lock_timeout')::pg_catalog.interval) * 1000)::pg_catalog.int8;
+        IF lock_timeout_ms > 0 THEN
+            IF deadline IS NULL OR started + make_interval(secs => lock_timeout_ms / 1000.0) < deadline THEN
+                deadline := started + make_interval(secs => lock_timeout_ms / 1000.0);
+                by_lock_timeout := true;
+            END IF;
         END IF;
     END IF;
 
@@ -530,7 +546,7 @@ BEGIN
         BEGIN
             IF wait IS NULL OR deadline IS NULL THEN
                 -- PostgreSQL's own wait (lock_timeout, if set, ends it).
-                PERFORM pg_advisory_xact_lock(lock_id);
+                IF (pg_advisory_xact_lock(lock_id)) IS NULL THEN END IF;
             ELSE
                 -- lock_timeout holds at most 2147483647 ms (about 24.8
                 -- days): a longer wait waits in pieces of that length.
@@ -543,7 +559,7 @@ BEGIN
                         EXIT;
                     END IF;
                     BEGIN
-                        PERFORM sandbox_store_internal._lock_within(lock_id, LEAST(ms_left, 2147483647));
+                        IF (sandbox_store_internal._lock_within(lock_id, LEAST(ms_left, 2147483647))) IS NULL THEN END IF;
                         EXIT;
                     EXCEPTION WHEN lock_not_available THEN
                         IF ms_left <= 2147483647 THEN
@@ -591,7 +607,7 @@ BEGIN
                 RETURNING l.fence, l.owner_token, l.lease_expires_at
                      INTO fence, owner_token, lease_expires_at;
                 IF FOUND THEN
-                    PERFORM sandbox_store_internal._keep_fence();
+                    IF (sandbox_store_internal._keep_fence()) IS NULL THEN END IF;
                     RETURN;
                 END IF;
             END IF;
@@ -599,6 +615,13 @@ BEGIN
         END IF;
 
         -- A live claim holds the key: wait for it, backing off.
+        IF wait IS NULL AND lock_timeout_ms IS NULL THEN
+            lock_timeout_ms := (extract(epoch FROM current_setting('lock_timeout')::pg_catalog.interval) * 1000)::pg_catalog.int8;
+            IF lock_timeout_ms > 0 THEN
+                deadline := started + make_interval(secs => lock_timeout_ms / 1000.0);
+                by_lock_timeout := true;
+            END IF;
+        END IF;
         IF deadline IS NOT NULL AND clock_timestamp() >= deadline THEN
             PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, c_fence, c_until);
         END IF;
@@ -622,7 +645,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._try_take(k pg_catalog.text, lock_id pg_catalog.int8)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_fence pg_catalog.int8;
@@ -662,13 +684,12 @@ $$;
 CREATE FUNCTION sandbox_store_internal._lock(k pg_catalog.text, lock_id pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_is_in_recovery() THEN
         PERFORM sandbox_store_internal._refuse_on_standby(k);
     END IF;
-    PERFORM pg_advisory_xact_lock(lock_id);
+    IF (pg_advisory_xact_lock(lock_id)) IS NULL THEN END IF;
 END
 $$;
 
@@ -677,7 +698,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._check_fence(k pg_catalog.text, f pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     newest pg_catalog.int8;
@@ -712,16 +732,15 @@ CREATE FUNCTION sandbox_store_internal._upsert(k pg_catalog.text, f pg_catalog.i
                                       p_latest_run_id pg_catalog.text, p_updated_at pg_catalog.timestamptz)
 RETURNS sandbox_store.instances
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     rr boolean := sandbox_store_internal._snapshot_isolation();
     r sandbox_store.instances;
 BEGIN
     IF f IS NOT NULL OR rr THEN
-        PERFORM sandbox_store_internal._lock(k, sandbox_store_internal._lock_id(k));
+        IF (sandbox_store_internal._lock(k, sandbox_store_internal._lock_id(k))) IS NULL THEN END IF;
         IF f IS NOT NULL THEN
-            PERFORM sandbox_store_internal._check_fence(k, f);
+            IF (sandbox_store_internal._check_fence(k, f)) IS NULL THEN END IF;
         END IF;
         IF release THEN
             BEGIN
@@ -764,7 +783,6 @@ CREATE FUNCTION sandbox_store_internal._check_record_args(p_provider pg_catalog.
                                                  p_latest_run_id pg_catalog.text, p_updated_at pg_catalog.timestamptz)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_provider IS NULL OR octet_length(p_provider) NOT BETWEEN 1 AND 1024 THEN
@@ -799,7 +817,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._check_fence_arg(f pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF f <= 0 THEN
@@ -832,7 +849,11 @@ BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
-    PERFORM sandbox_store_internal._check_record_args($2, $3, $4, $5, $6, $7);
+    IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 OR $3 IS NULL OR octet_length($3) NOT BETWEEN 1 AND 1024
+       OR $4 IS NULL OR octet_length($4) NOT BETWEEN 1 AND 1024 OR octet_length($5) NOT BETWEEN 1 AND 1024
+       OR octet_length($6) NOT BETWEEN 1 AND 1024 OR $7 IS NULL OR NOT isfinite($7) THEN
+        PERFORM sandbox_store_internal._check_record_args($2, $3, $4, $5, $6, $7);
+    END IF;
     IF $8 <= 0 THEN
         PERFORM sandbox_store_internal._check_fence_arg($8);
     END IF;
@@ -866,7 +887,11 @@ BEGIN
     IF $2 <= 0 THEN
         PERFORM sandbox_store_internal._check_fence_arg($2);
     END IF;
-    PERFORM sandbox_store_internal._check_record_args($3, $4, $5, $6, $7, $8);
+    IF $3 IS NULL OR octet_length($3) NOT BETWEEN 1 AND 1024 OR $4 IS NULL OR octet_length($4) NOT BETWEEN 1 AND 1024
+       OR $5 IS NULL OR octet_length($5) NOT BETWEEN 1 AND 1024 OR octet_length($6) NOT BETWEEN 1 AND 1024
+       OR octet_length($7) NOT BETWEEN 1 AND 1024 OR $8 IS NULL OR NOT isfinite($8) THEN
+        PERFORM sandbox_store_internal._check_record_args($3, $4, $5, $6, $7, $8);
+    END IF;
     RETURN sandbox_store_internal._upsert($1, $2, true, $3, $4, $5, $6, $7, $8);
 END
 $$;
@@ -907,8 +932,8 @@ BEGIN
         PERFORM sandbox_store_internal._check_fence_arg($2);
     END IF;
     IF $2 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
-        PERFORM sandbox_store_internal._check_fence($1, $2);
+        IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
+        IF (sandbox_store_internal._check_fence($1, $2)) IS NULL THEN END IF;
     ELSE
         PERFORM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
     END IF;
@@ -959,24 +984,30 @@ DECLARE
     res sandbox_store.ensure_result;
     cutoff pg_catalog.timestamptz;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
-    END IF;
-    IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store_internal._bad_text($2, 'run_id');
-    END IF;
-    IF $3 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($3, 'max_age', false);
-        cutoff := sandbox_store_internal._cutoff($3);
-    END IF;
-    IF octet_length($4) NOT BETWEEN 1 AND 1024 THEN
+    -- One condition for the text arguments; when it holds, the checks in
+    -- their order (key, run_id, max_age, provider) say which one is bad.
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01')
+       OR $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 OR octet_length($4) NOT BETWEEN 1 AND 1024 THEN
+        IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
+            PERFORM sandbox_store_internal._bad_text($1, 'key');
+        END IF;
+        IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
+            PERFORM sandbox_store_internal._bad_text($2, 'run_id');
+        END IF;
+        IF $3 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
+        END IF;
         PERFORM sandbox_store_internal._bad_text($4, 'provider');
     END IF;
+    IF $3 IS NOT NULL THEN
+        IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
+        cutoff := sandbox_store_internal._cutoff($3);
+    END IF;
     IF $5 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($5, 'wait', false);
+        IF (sandbox_store_internal._check_interval($5, 'wait', false)) IS NULL THEN END IF;
     END IF;
     IF $6 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($6, 'lease', true);
+        IF (sandbox_store_internal._check_interval($6, 'lease', true)) IS NULL THEN END IF;
     END IF;
 
     c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
@@ -1006,17 +1037,8 @@ BEGIN
                 HINT = 'Call sandbox_ensure after BEGIN (or in a procedure) and upsert the new record before COMMIT, or pass a lease.';
         END IF;
     END IF;
-    res.key := r.key;
-    res.provider := r.provider;
-    res.provider_sandbox_id := r.provider_sandbox_id;
-    res.latest_snapshot_id := r.latest_snapshot_id;
-    res.thread_id := r.thread_id;
-    res.latest_run_id := r.latest_run_id;
-    res.updated_at := r.updated_at;
-    res.fence := c.fence;
-    res.owner_token := c.owner_token;
-    res.lease_expires_at := c.lease_expires_at;
-    RETURN NEXT res;
+    RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
+                    r.latest_run_id, r.updated_at, c.fence, c.owner_token, c.lease_expires_at)::sandbox_store.ensure_result;
 END
 $$;
 
@@ -1035,7 +1057,7 @@ BEGIN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($2, 'wait', false);
+        IF (sandbox_store_internal._check_interval($2, 'wait', false)) IS NULL THEN END IF;
     END IF;
     PERFORM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $2, NULL);
 END
@@ -1091,9 +1113,9 @@ BEGIN
     IF $2 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('lease');
     END IF;
-    PERFORM sandbox_store_internal._check_interval($2, 'lease', true);
+    IF (sandbox_store_internal._check_interval($2, 'lease', true)) IS NULL THEN END IF;
     IF $3 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($3, 'wait', false);
+        IF (sandbox_store_internal._check_interval($3, 'wait', false)) IS NULL THEN END IF;
     END IF;
     RETURN QUERY SELECT t.fence, t.owner_token, t.lease_expires_at
                    FROM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $3, $2) t;
@@ -1123,8 +1145,8 @@ BEGIN
     IF $3 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('lease');
     END IF;
-    PERFORM sandbox_store_internal._check_interval($3, 'lease', true);
-    PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
+    IF (sandbox_store_internal._check_interval($3, 'lease', true)) IS NULL THEN END IF;
+    IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
     UPDATE ONLY sandbox_store.leases l
        SET lease_expires_at = (clock_timestamp() AT TIME ZONE 'UTC' + $3) AT TIME ZONE 'UTC'
      WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token OPERATOR(pg_catalog.=) $2
@@ -1153,7 +1175,7 @@ BEGIN
     IF $2 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('owner_token');
     END IF;
-    PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
+    IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
     UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
      WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token OPERATOR(pg_catalog.=) $2;
     RETURN FOUND;
@@ -1192,7 +1214,7 @@ BEGIN
     IF $1 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('idle_for');
     END IF;
-    PERFORM sandbox_store_internal._check_interval($1, 'idle_for', false);
+    IF (sandbox_store_internal._check_interval($1, 'idle_for', false)) IS NULL THEN END IF;
     cutoff := sandbox_store_internal._cutoff($1);
     IF $2 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('max_rows');
