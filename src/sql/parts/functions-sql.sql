@@ -105,9 +105,12 @@ RETURNS void
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    p record := sandbox_store_internal._interval_parts(v);
-    some_negative boolean := p.months < 0 OR p.days < 0 OR p.usecs < 0;
-    some_positive boolean := p.months > 0 OR p.days > 0 OR p.usecs > 0;
+    -- v's parts, as _interval_parts gives them (computed here: one call fewer)
+    months pg_catalog.numeric := extract(year FROM v) * 12 + extract(month FROM v);
+    days pg_catalog.numeric := extract(day FROM v);
+    usecs pg_catalog.numeric := (extract(hour FROM v) * 3600 + extract(minute FROM v) * 60 + extract(second FROM v)) * 1000000;
+    some_negative boolean := months < 0 OR days < 0 OR usecs < 0;
+    some_positive boolean := months > 0 OR days > 0 OR usecs > 0;
 BEGIN
     IF some_negative AND some_positive THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
@@ -128,7 +131,7 @@ BEGIN
     -- now() + v must stay a timestamp (a month counted as 31 days, as the C
     -- edition counts it).
     IF must_be_positive
-       AND (p.months * 31 * 86400000000 + p.days * 86400000000 + p.usecs)
+       AND (months * 31 * 86400000000 + days * 86400000000 + usecs)
            >= (extract(epoch FROM timestamptz '294276-12-31 23:59:59.999999+00')
                - extract(epoch FROM clock_timestamp())) * 1000000 + 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
@@ -493,6 +496,7 @@ DECLARE
     blocked boolean;
     rr boolean := sandbox_store_internal._snapshot_isolation();
     newest pg_catalog.int8;
+    new_fence pg_catalog.int8;
     now_clock pg_catalog.timestamptz;
 BEGIN
     IF pg_is_in_recovery() THEN
@@ -589,15 +593,29 @@ BEGIN
                     RETURN;
                 END IF;
             ELSE
-                BEGIN
+                -- (40001 is raised only at REPEATABLE READ and above: the
+                -- subtransaction that turns it into ours only there)
+                IF rr THEN
+                    BEGIN
+                        SELECT l.fence INTO newest FROM ONLY sandbox_store.leases l
+                         WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
+                    EXCEPTION WHEN serialization_failure THEN
+                        PERFORM sandbox_store_internal._changed(k, 'claim');
+                    END;
+                ELSE
                     SELECT l.fence INTO newest FROM ONLY sandbox_store.leases l
                      WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
-                EXCEPTION WHEN serialization_failure THEN
-                    PERFORM sandbox_store_internal._changed(k, 'claim');
-                END;
+                END IF;
+                -- The fence: _draw_fence(COALESCE(newest, 0)), its common
+                -- case here (a draw above newest under the shared draw lock).
+                IF (pg_advisory_xact_lock_shared(0, 21315)) IS NULL THEN END IF;
+                new_fence := nextval('sandbox_store.fence_seq');
+                IF new_fence <= COALESCE(newest, 0) THEN
+                    new_fence := sandbox_store_internal._draw_fence(COALESCE(newest, 0));
+                END IF;
                 now_clock := clock_timestamp();
                 INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)
-                VALUES (k, sandbox_store_internal._draw_fence(COALESCE(newest, 0)), gen_random_uuid(),
+                VALUES (k, new_fence, gen_random_uuid(),
                         (now_clock AT TIME ZONE 'UTC' + lease) AT TIME ZONE 'UTC')
                 ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
                    SET fence = GREATEST(l.fence + 1, EXCLUDED.fence),
@@ -607,7 +625,14 @@ BEGIN
                 RETURNING l.fence, l.owner_token, l.lease_expires_at
                      INTO fence, owner_token, lease_expires_at;
                 IF FOUND THEN
-                    IF (sandbox_store_internal._keep_fence()) IS NULL THEN END IF;
+                    -- _keep_fence: its first step here, the call only where
+                    -- it flushes (PostgreSQL 17 and later)
+                    IF current_setting('synchronous_commit') = 'off' THEN
+                        IF (set_config('synchronous_commit', 'local', true)) IS NULL THEN END IF;
+                    END IF;
+                    IF current_setting('server_version_num')::pg_catalog.int4 >= 170000 THEN
+                        IF (sandbox_store_internal._keep_fence()) IS NULL THEN END IF;
+                    END IF;
                     RETURN;
                 END IF;
             END IF;
@@ -736,20 +761,48 @@ AS $$
 DECLARE
     rr boolean := sandbox_store_internal._snapshot_isolation();
     r sandbox_store.instances;
+    newest pg_catalog.int8;
+    is_claimed boolean;
 BEGIN
     IF f IS NOT NULL OR rr THEN
-        IF (sandbox_store_internal._lock(k, sandbox_store_internal._lock_id(k))) IS NULL THEN END IF;
+        -- _lock and _check_fence, here (two calls fewer)
+        IF pg_is_in_recovery() THEN
+            PERFORM sandbox_store_internal._refuse_on_standby(k);
+        END IF;
+        IF (pg_advisory_xact_lock(sandbox_store_internal._lock_id(k))) IS NULL THEN END IF;
         IF f IS NOT NULL THEN
-            IF (sandbox_store_internal._check_fence(k, f)) IS NULL THEN END IF;
+            SELECT l.fence, l.owner_token IS NOT NULL INTO newest, is_claimed
+              FROM ONLY sandbox_store.leases l
+             WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
+            IF NOT FOUND THEN
+                IF rr THEN
+                    PERFORM sandbox_store_internal._probe_hidden(k, 'claim');
+                END IF;
+                newest := 0;
+                is_claimed := false;
+            END IF;
+            IF newest > f THEN
+                PERFORM sandbox_store_internal._claim_lost(k, 'old', f, newest);
+            ELSIF newest OPERATOR(pg_catalog.<>) f THEN
+                PERFORM sandbox_store_internal._claim_lost(k, 'foreign', f, newest);
+            ELSIF NOT is_claimed THEN
+                PERFORM sandbox_store_internal._claim_lost(k, 'ended', f, newest);
+            END IF;
         END IF;
         IF release THEN
-            BEGIN
+            IF rr THEN
+                BEGIN
+                    UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
+                     WHERE l.key OPERATOR(pg_catalog.=) k AND l.fence OPERATOR(pg_catalog.=) f
+                       AND l.owner_token IS NOT NULL;
+                EXCEPTION WHEN serialization_failure THEN
+                    PERFORM sandbox_store_internal._changed(k, 'claim');
+                END;
+            ELSE    -- (no 40001 at READ COMMITTED: no subtransaction)
                 UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
                  WHERE l.key OPERATOR(pg_catalog.=) k AND l.fence OPERATOR(pg_catalog.=) f
                    AND l.owner_token IS NOT NULL;
-            EXCEPTION WHEN serialization_failure THEN
-                PERFORM sandbox_store_internal._changed(k, 'claim');
-            END;
+            END IF;
             IF NOT FOUND THEN
                 IF rr THEN
                     PERFORM sandbox_store_internal._changed(k, 'claim');
@@ -845,6 +898,8 @@ SET row_security = off
 SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
+DECLARE
+    r sandbox_store.instances;
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
@@ -856,6 +911,22 @@ BEGIN
     END IF;
     IF $8 <= 0 THEN
         PERFORM sandbox_store_internal._check_fence_arg($8);
+    END IF;
+    IF $8 IS NULL AND NOT sandbox_store_internal._snapshot_isolation() THEN
+        -- _upsert without a fence at READ COMMITTED (no lock): here, one
+        -- call fewer.
+        INSERT INTO sandbox_store.instances AS i
+               (key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at)
+        VALUES ($1, $2, $3, $5, $4, $6, $7)
+        ON CONFLICT ON CONSTRAINT instances_pkey DO UPDATE SET
+               provider = EXCLUDED.provider,
+               provider_sandbox_id = EXCLUDED.provider_sandbox_id,
+               latest_snapshot_id = EXCLUDED.latest_snapshot_id,
+               thread_id = EXCLUDED.thread_id,
+               latest_run_id = EXCLUDED.latest_run_id,
+               updated_at = EXCLUDED.updated_at
+        RETURNING i.* INTO r;
+        RETURN r;
     END IF;
     RETURN sandbox_store_internal._upsert($1, $8, false, $2, $3, $4, $5, $6, $7);
 END
@@ -983,6 +1054,8 @@ DECLARE
     r sandbox_store.instances;
     res sandbox_store.ensure_result;
     cutoff pg_catalog.timestamptz;
+    c_fence pg_catalog.int8;
+    c_live boolean;
 BEGIN
     -- One condition for the text arguments; when it holds, the checks in
     -- their order (key, run_id, max_age, provider) say which one is bad.
@@ -1010,7 +1083,28 @@ BEGIN
         IF (sandbox_store_internal._check_interval($6, 'lease', true)) IS NULL THEN END IF;
     END IF;
 
-    c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
+    IF $5 IS NULL AND $6 IS NULL AND NOT sandbox_store_internal._snapshot_isolation() AND NOT pg_is_in_recovery() THEN
+        -- Lock mode without a wait at READ COMMITTED: _take's first step
+        -- here (one call fewer), _take itself only when a claim is found.
+        BEGIN
+            IF (pg_advisory_xact_lock(sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
+            SELECT l.fence, l.lease_expires_at OPERATOR(pg_catalog.>) clock_timestamp()
+              INTO c_fence, c_live
+              FROM ONLY sandbox_store.leases l
+             WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token IS NOT NULL;
+            IF c_live THEN
+                -- Give the lock back (the subtransaction's rollback does).
+                RAISE EXCEPTION USING ERRCODE = 'SBW01';
+            END IF;
+        EXCEPTION WHEN SQLSTATE 'SBW01' THEN
+            c_live := true;
+        END;
+        IF c_fence IS NOT NULL AND (c_live OR NOT sandbox_store_internal._retire($1)) THEN
+            c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
+        END IF;
+    ELSE
+        c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
+    END IF;
 
     UPDATE ONLY sandbox_store.instances i
        SET latest_run_id = $2, updated_at = GREATEST(i.updated_at, now())
@@ -1037,8 +1131,13 @@ BEGIN
                 HINT = 'Call sandbox_ensure after BEGIN (or in a procedure) and upsert the new record before COMMIT, or pass a lease.';
         END IF;
     END IF;
-    RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
-                    r.latest_run_id, r.updated_at, c.fence, c.owner_token, c.lease_expires_at)::sandbox_store.ensure_result;
+    IF $6 IS NULL THEN    -- lock mode: no claim (c is not set on the path above)
+        RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
+                        r.latest_run_id, r.updated_at, NULL, NULL, NULL)::sandbox_store.ensure_result;
+    ELSE
+        RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
+                        r.latest_run_id, r.updated_at, c.fence, c.owner_token, c.lease_expires_at)::sandbox_store.ensure_result;
+    END IF;
 END
 $$;
 
