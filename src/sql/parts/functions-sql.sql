@@ -32,16 +32,16 @@ LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
     b pg_catalog.bytea := pg_catalog.convert_to(k, pg_catalog.getdatabaseencoding());
-    hi pg_catalog.int8 := 3421674724;
-    lo pg_catalog.int8 := 2216829733;
+    -- the hash, its halves hi and lo in one bigint: hi << 32 | lo (<< wraps
+    -- into the sign bit; >> keeps the sign, hence the mask)
+    h pg_catalog.int8 := (3421674724::pg_catalog.int8 << 32) | 2216829733;
     t pg_catalog.int8;    -- lo xor the byte; (t << 8) is t * 2^40 in hi (mod 2^32)
 BEGIN
     FOR i IN 0 .. pg_catalog.length(b) - 1 LOOP
-        t := lo # pg_catalog.get_byte(b, i);
-        hi := (hi * 435 + ((t * 435) >> 32) + (t << 8)) & 4294967295;
-        lo := (t * 435) & 4294967295;
+        t := (h & 4294967295) # pg_catalog.get_byte(b, i);
+        h := ((((h >> 32) & 4294967295) * 435 + ((t * 435) >> 32) + (t << 8)) << 32) | ((t * 435) & 4294967295);
     END LOOP;
-    RETURN (hi << 32) | lo;
+    RETURN h;
 END
 $$;
 
@@ -1076,12 +1076,6 @@ BEGIN
         IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
         cutoff := sandbox_store_internal._cutoff($3);
     END IF;
-    IF $5 IS NOT NULL THEN
-        IF (sandbox_store_internal._check_interval($5, 'wait', false)) IS NULL THEN END IF;
-    END IF;
-    IF $6 IS NOT NULL THEN
-        IF (sandbox_store_internal._check_interval($6, 'lease', true)) IS NULL THEN END IF;
-    END IF;
 
     IF $5 IS NULL AND $6 IS NULL AND NOT sandbox_store_internal._snapshot_isolation() AND NOT pg_is_in_recovery() THEN
         -- Lock mode without a wait at READ COMMITTED: _take's first step
@@ -1103,6 +1097,12 @@ BEGIN
             c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
         END IF;
     ELSE
+        IF $5 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($5, 'wait', false)) IS NULL THEN END IF;
+        END IF;
+        IF $6 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($6, 'lease', true)) IS NULL THEN END IF;
+        END IF;
         c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
     END IF;
 
