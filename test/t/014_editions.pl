@@ -128,10 +128,10 @@ if ($tle)
 ($ret, $out, $err) = $node->psql('plain1', ($tle ? 'SET ROLE owner; ' : '') . 'CREATE EXTENSION sandbox_store');
 isnt($ret, 0, 'CREATE EXTENSION refuses a database that has the plain script');
 like($err, qr/sandbox_store is already installed in this database/, '... saying sandbox_store is installed');
-like($err, qr/plain edition, version 1\.4/, '... and which edition');
+like($err, qr/plain edition, version \Q$version\E/, '... and which edition');
 ($ret, $out, $err) = plain_install('plain1');
 isnt($ret, 0, 'the plain script refuses to run twice');
-like($err, qr/plain edition, version 1\.4/, '... naming what is there');
+like($err, qr/plain edition, version \Q$version\E/, '... naming what is there');
 
 # State worth moving: records, a live claim, a released claim, an expired
 # one; checkpoints of three threads (a chain whose head was deleted once, a
