@@ -606,6 +606,7 @@ BEGIN
                     SELECT l.fence INTO newest FROM ONLY sandbox_store.leases l
                      WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
                 END IF;
+                now_clock := clock_timestamp();
                 -- The fence: _draw_fence(COALESCE(newest, 0)), its common
                 -- case here (a draw above newest under the shared draw lock).
                 IF (pg_advisory_xact_lock_shared(0, 21315)) IS NULL THEN END IF;
@@ -613,7 +614,6 @@ BEGIN
                 IF new_fence <= COALESCE(newest, 0) THEN
                     new_fence := sandbox_store_internal._draw_fence(COALESCE(newest, 0));
                 END IF;
-                now_clock := clock_timestamp();
                 INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)
                 VALUES (k, new_fence, gen_random_uuid(),
                         (now_clock AT TIME ZONE 'UTC' + lease) AT TIME ZONE 'UTC')
