@@ -2,8 +2,14 @@
 -- PL/pgSQL, for servers that cannot load the library (pg_tle, or the plain
 -- script).  docs/reference.md, "Editions", lists where they differ and why.
 --
--- Every function runs with search_path pg_catalog, pg_temp and names every
--- object of the extension in full.  The interface functions are SECURITY
+-- Every interface function runs with search_path pg_catalog, pg_temp (its
+-- SET clause), and so do the helpers it calls.  Most helpers have no SET
+-- clause of their own (one costs a save and restore of the setting per
+-- call, and keeps a SQL function from being inlined): they run only under a
+-- caller's pinned search_path, since nobody else may call them (schema
+-- sandbox_store_internal, no USAGE for other roles).  The helpers that SQL
+-- of other parts calls (checkpoints, runs) keep theirs.  Every object of the
+-- extension is named in full.  The interface functions are SECURITY
 -- DEFINER: they run as the role that installed the extension, which owns the
 -- tables (the C edition switches to the tables' owner for its statements).
 -- row_security is off in them, so row-level security an owner forces on the
@@ -23,21 +29,19 @@
 CREATE FUNCTION sandbox_store_internal._lock_id(k pg_catalog.text)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     b pg_catalog.bytea := pg_catalog.convert_to(k, pg_catalog.getdatabaseencoding());
-    hi pg_catalog.int8 := 3421674724;
-    lo pg_catalog.int8 := 2216829733;
-    t pg_catalog.int8;
+    -- the hash, its halves hi and lo in one bigint: hi << 32 | lo (<< wraps
+    -- into the sign bit; >> keeps the sign, hence the mask)
+    h pg_catalog.int8 := (3421674724::pg_catalog.int8 << 32) | 2216829733;
+    t pg_catalog.int8;    -- lo xor the byte; (t << 8) is t * 2^40 in hi (mod 2^32)
 BEGIN
     FOR i IN 0 .. pg_catalog.length(b) - 1 LOOP
-        lo := lo # pg_catalog.get_byte(b, i);
-        t := lo * 435;
-        hi := (hi * 435 + (t >> 32) + ((lo & 16777215) << 8)) & 4294967295;
-        lo := t & 4294967295;
+        t := (h & 4294967295) # pg_catalog.get_byte(b, i);
+        h := ((((h >> 32) & 4294967295) * 435 + ((t * 435) >> 32) + (t << 8)) << 32) | ((t * 435) & 4294967295);
     END LOOP;
-    RETURN (hi << 32) | lo;
+    RETURN h;
 END
 $$;
 
@@ -47,7 +51,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._bad_text(v pg_catalog.text, arg pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF v IS NULL THEN
@@ -74,7 +77,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._null_arg(arg pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
@@ -82,15 +84,17 @@ BEGIN
 END
 $$;
 
--- An interval's months, days and microseconds, each with its sign.
+-- An interval's months, days and microseconds, each with its sign (in
+-- PL/pgSQL: a SQL function that returns a record is never inlined).
 CREATE FUNCTION sandbox_store_internal._interval_parts(v pg_catalog.interval,
     OUT months pg_catalog.numeric, OUT days pg_catalog.numeric, OUT usecs pg_catalog.numeric)
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
-SELECT extract(year FROM v) * 12 + extract(month FROM v),
-       extract(day FROM v),
-       (extract(hour FROM v) * 3600 + extract(minute FROM v) * 60 + extract(second FROM v)) * 1000000
+BEGIN
+    months := extract(year FROM v) * 12 + extract(month FROM v);
+    days := extract(day FROM v);
+    usecs := (extract(hour FROM v) * 3600 + extract(minute FROM v) * 60 + extract(second FROM v)) * 1000000;
+END
 $$;
 
 -- An interval argument: parts of one sign; not negative; positive (and
@@ -99,12 +103,14 @@ CREATE FUNCTION sandbox_store_internal._check_interval(v pg_catalog.interval, ar
                                               must_be_positive pg_catalog.bool)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    p record := sandbox_store_internal._interval_parts(v);
-    some_negative boolean := p.months < 0 OR p.days < 0 OR p.usecs < 0;
-    some_positive boolean := p.months > 0 OR p.days > 0 OR p.usecs > 0;
+    -- v's parts, as _interval_parts gives them (computed here: one call fewer)
+    months pg_catalog.numeric := extract(year FROM v) * 12 + extract(month FROM v);
+    days pg_catalog.numeric := extract(day FROM v);
+    usecs pg_catalog.numeric := (extract(hour FROM v) * 3600 + extract(minute FROM v) * 60 + extract(second FROM v)) * 1000000;
+    some_negative boolean := months < 0 OR days < 0 OR usecs < 0;
+    some_positive boolean := months > 0 OR days > 0 OR usecs > 0;
 BEGIN
     IF some_negative AND some_positive THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
@@ -125,7 +131,7 @@ BEGIN
     -- now() + v must stay a timestamp (a month counted as 31 days, as the C
     -- edition counts it).
     IF must_be_positive
-       AND (p.months * 31 * 86400000000 + p.days * 86400000000 + p.usecs)
+       AND (months * 31 * 86400000000 + days * 86400000000 + usecs)
            >= (extract(epoch FROM timestamptz '294276-12-31 23:59:59.999999+00')
                - extract(epoch FROM clock_timestamp())) * 1000000 + 1 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
@@ -140,7 +146,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._cutoff(age pg_catalog.interval)
 RETURNS pg_catalog.timestamptz
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p record := sandbox_store_internal._interval_parts(age);
@@ -158,7 +163,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._refuse_on_standby(k pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'read_only_sql_transaction',
@@ -176,7 +180,6 @@ CREATE FUNCTION sandbox_store_internal._not_obtained(k pg_catalog.text, wait pg_
                                             blocked_until pg_catalog.timestamptz)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     limit_text pg_catalog.text;
@@ -206,7 +209,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._changed(k pg_catalog.text, what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RAISE EXCEPTION USING ERRCODE = 'serialization_failure',
@@ -221,7 +223,6 @@ CREATE FUNCTION sandbox_store_internal._claim_lost(k pg_catalog.text, how pg_cat
                                           f pg_catalog.int8, newest pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF how = 'token' THEN
@@ -258,9 +259,8 @@ $$;
 CREATE FUNCTION sandbox_store_internal._snapshot_isolation()
 RETURNS pg_catalog.bool
 LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
-SELECT current_setting('transaction_isolation') IN ('repeatable read', 'serializable')
+SELECT pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) ANY ('{repeatable read,serializable}'::pg_catalog.text[])
 $$;
 
 -- REPEATABLE READ / SERIALIZABLE: a statement reads with the transaction's
@@ -272,7 +272,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._probe_hidden(k pg_catalog.text, what pg_catalog.text)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     BEGIN
@@ -300,7 +299,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._current_record(k pg_catalog.text)
 RETURNS sandbox_store.instances
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     r sandbox_store.instances;
@@ -326,17 +324,16 @@ $$;
 CREATE FUNCTION sandbox_store_internal._draw_fence(above pg_catalog.int8)
 RETURNS pg_catalog.int8
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     f pg_catalog.int8;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(0, 21315);
+    IF (pg_advisory_xact_lock_shared(0, 21315)) IS NULL THEN END IF;
     f := nextval('sandbox_store.fence_seq');
     IF f > above THEN
         RETURN f;
     END IF;
-    PERFORM pg_advisory_xact_lock(0, 21315);
+    IF (pg_advisory_xact_lock(0, 21315)) IS NULL THEN END IF;
     f := nextval('sandbox_store.fence_seq');
     IF f <= above THEN
         PERFORM setval('sandbox_store.fence_seq', above);
@@ -360,14 +357,13 @@ $$;
 CREATE FUNCTION sandbox_store_internal._keep_fence()
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF current_setting('synchronous_commit') = 'off' THEN
-        PERFORM set_config('synchronous_commit', 'local', true);
+        IF (set_config('synchronous_commit', 'local', true)) IS NULL THEN END IF;
     END IF;
     IF current_setting('server_version_num')::pg_catalog.int4 >= 170000 THEN
-        PERFORM pg_logical_emit_message(false, 'sandbox_store', ''::pg_catalog.text, true);
+        IF (pg_logical_emit_message(false, 'sandbox_store', ''::pg_catalog.text, true)) IS NULL THEN END IF;
     END IF;
 END
 $$;
@@ -382,7 +378,7 @@ AS $$
 DECLARE
     f pg_catalog.int8 := sandbox_store_internal._draw_fence(above);
 BEGIN
-    PERFORM sandbox_store_internal._keep_fence();
+    IF (sandbox_store_internal._keep_fence()) IS NULL THEN END IF;
     RETURN f;
 END
 $$;
@@ -431,12 +427,11 @@ $$;
 CREATE FUNCTION sandbox_store_internal._lock_within(lock_id pg_catalog.int8, ms pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 SET lock_timeout = 0
 AS $$
 BEGIN
-    PERFORM set_config('lock_timeout', ms::pg_catalog.text, true);
-    PERFORM pg_advisory_xact_lock(lock_id);
+    IF (set_config('lock_timeout', ms::pg_catalog.text, true)) IS NULL THEN END IF;
+    IF (pg_advisory_xact_lock(lock_id)) IS NULL THEN END IF;
 END
 $$;
 
@@ -446,7 +441,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._retire(k pg_catalog.text)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     newest pg_catalog.int8;
@@ -486,16 +480,15 @@ CREATE FUNCTION sandbox_store_internal._take(k pg_catalog.text, lock_id pg_catal
                                     OUT fence pg_catalog.int8, OUT owner_token pg_catalog.uuid,
                                     OUT lease_expires_at pg_catalog.timestamptz)
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     started pg_catalog.timestamptz := clock_timestamp();
     deadline pg_catalog.timestamptz;    -- NULL: no bound
-    by_lock_timeout boolean := false;
+    by_lock_timeout boolean;
     lock_timeout_ms pg_catalog.int8;
     p record;
     ms_left pg_catalog.int8;
-    delay_ms pg_catalog.int4 := 1;
+    delay_ms pg_catalog.int4;
     nap_ms pg_catalog.numeric;
     c_fence pg_catalog.int8;
     c_until pg_catalog.timestamptz;
@@ -503,11 +496,34 @@ DECLARE
     blocked boolean;
     rr boolean := sandbox_store_internal._snapshot_isolation();
     newest pg_catalog.int8;
+    new_fence pg_catalog.int8;
     now_clock pg_catalog.timestamptz;
 BEGIN
     IF pg_is_in_recovery() THEN
         PERFORM sandbox_store_internal._refuse_on_standby(k);
     END IF;
+    -- Lock mode without a wait at READ COMMITTED, the common call: the
+    -- lock, and no live claim in the way (else the general loop below).
+    IF wait IS NULL AND lease IS NULL AND NOT rr THEN
+        BEGIN
+            IF (pg_advisory_xact_lock(lock_id)) IS NULL THEN END IF;
+            SELECT l.fence, l.lease_expires_at OPERATOR(pg_catalog.>) clock_timestamp()
+              INTO c_fence, c_live
+              FROM ONLY sandbox_store.leases l
+             WHERE l.key OPERATOR(pg_catalog.=) k AND l.owner_token IS NOT NULL;
+            IF c_live THEN
+                -- Give the lock back (the subtransaction's rollback does).
+                RAISE EXCEPTION USING ERRCODE = 'SBW01';
+            END IF;
+        EXCEPTION WHEN SQLSTATE 'SBW01' THEN
+            c_live := true;
+        END;
+        IF c_fence IS NULL OR (NOT c_live AND sandbox_store_internal._retire(k)) THEN
+            RETURN;
+        END IF;
+    END IF;
+    by_lock_timeout := false;
+    delay_ms := 1;
     -- How long the caller may wait: wait (more than 36,500 days is no
     -- bound), or lock_timeout if that is sooner.
     IF wait IS NOT NULL THEN
@@ -516,11 +532,15 @@ BEGIN
             deadline := started + make_interval(secs => (p.usecs + p.days * 86400000000 + p.months * 30 * 86400000000) / 1000000);
         END IF;
     END IF;
-    lock_timeout_ms := (extract(epoch FROM current_setting('lock_timeout')::pg_catalog.interval) * 1000)::pg_catalog.int8;
-    IF lock_timeout_ms > 0 THEN
-        IF deadline IS NULL OR started + make_interval(secs => lock_timeout_ms / 1000.0) < deadline THEN
-            deadline := started + make_interval(secs => lock_timeout_ms / 1000.0);
-            by_lock_timeout := true;
+    -- Without a wait, lock_timeout matters only once a claim is in the way
+    -- (PostgreSQL's own wait for the lock ends with it): read it there.
+    IF wait IS NOT NULL THEN
+        lock_timeout_ms := (extract(epoch FROM current_setting('lock_timeout')::pg_catalog.interval) * 1000)::pg_catalog.int8;
+        IF lock_timeout_ms > 0 THEN
+            IF deadline IS NULL OR started + make_interval(secs => lock_timeout_ms / 1000.0) < deadline THEN
+                deadline := started + make_interval(secs => lock_timeout_ms / 1000.0);
+                by_lock_timeout := true;
+            END IF;
         END IF;
     END IF;
 
@@ -530,7 +550,7 @@ BEGIN
         BEGIN
             IF wait IS NULL OR deadline IS NULL THEN
                 -- PostgreSQL's own wait (lock_timeout, if set, ends it).
-                PERFORM pg_advisory_xact_lock(lock_id);
+                IF (pg_advisory_xact_lock(lock_id)) IS NULL THEN END IF;
             ELSE
                 -- lock_timeout holds at most 2147483647 ms (about 24.8
                 -- days): a longer wait waits in pieces of that length.
@@ -543,7 +563,7 @@ BEGIN
                         EXIT;
                     END IF;
                     BEGIN
-                        PERFORM sandbox_store_internal._lock_within(lock_id, LEAST(ms_left, 2147483647));
+                        IF (sandbox_store_internal._lock_within(lock_id, LEAST(ms_left, 2147483647))) IS NULL THEN END IF;
                         EXIT;
                     EXCEPTION WHEN lock_not_available THEN
                         IF ms_left <= 2147483647 THEN
@@ -573,15 +593,29 @@ BEGIN
                     RETURN;
                 END IF;
             ELSE
-                BEGIN
+                -- (40001 is raised only at REPEATABLE READ and above: the
+                -- subtransaction that turns it into ours only there)
+                IF rr THEN
+                    BEGIN
+                        SELECT l.fence INTO newest FROM ONLY sandbox_store.leases l
+                         WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
+                    EXCEPTION WHEN serialization_failure THEN
+                        PERFORM sandbox_store_internal._changed(k, 'claim');
+                    END;
+                ELSE
                     SELECT l.fence INTO newest FROM ONLY sandbox_store.leases l
                      WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
-                EXCEPTION WHEN serialization_failure THEN
-                    PERFORM sandbox_store_internal._changed(k, 'claim');
-                END;
+                END IF;
                 now_clock := clock_timestamp();
+                -- The fence: _draw_fence(COALESCE(newest, 0)), its common
+                -- case here (a draw above newest under the shared draw lock).
+                IF (pg_advisory_xact_lock_shared(0, 21315)) IS NULL THEN END IF;
+                new_fence := nextval('sandbox_store.fence_seq');
+                IF new_fence <= COALESCE(newest, 0) THEN
+                    new_fence := sandbox_store_internal._draw_fence(COALESCE(newest, 0));
+                END IF;
                 INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)
-                VALUES (k, sandbox_store_internal._draw_fence(COALESCE(newest, 0)), gen_random_uuid(),
+                VALUES (k, new_fence, gen_random_uuid(),
                         (now_clock AT TIME ZONE 'UTC' + lease) AT TIME ZONE 'UTC')
                 ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
                    SET fence = GREATEST(l.fence + 1, EXCLUDED.fence),
@@ -591,7 +625,14 @@ BEGIN
                 RETURNING l.fence, l.owner_token, l.lease_expires_at
                      INTO fence, owner_token, lease_expires_at;
                 IF FOUND THEN
-                    PERFORM sandbox_store_internal._keep_fence();
+                    -- _keep_fence: its first step here, the call only where
+                    -- it flushes (PostgreSQL 17 and later)
+                    IF current_setting('synchronous_commit') = 'off' THEN
+                        IF (set_config('synchronous_commit', 'local', true)) IS NULL THEN END IF;
+                    END IF;
+                    IF current_setting('server_version_num')::pg_catalog.int4 >= 170000 THEN
+                        IF (sandbox_store_internal._keep_fence()) IS NULL THEN END IF;
+                    END IF;
                     RETURN;
                 END IF;
             END IF;
@@ -599,6 +640,13 @@ BEGIN
         END IF;
 
         -- A live claim holds the key: wait for it, backing off.
+        IF wait IS NULL AND lock_timeout_ms IS NULL THEN
+            lock_timeout_ms := (extract(epoch FROM current_setting('lock_timeout')::pg_catalog.interval) * 1000)::pg_catalog.int8;
+            IF lock_timeout_ms > 0 THEN
+                deadline := started + make_interval(secs => lock_timeout_ms / 1000.0);
+                by_lock_timeout := true;
+            END IF;
+        END IF;
         IF deadline IS NOT NULL AND clock_timestamp() >= deadline THEN
             PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, c_fence, c_until);
         END IF;
@@ -622,7 +670,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._try_take(k pg_catalog.text, lock_id pg_catalog.int8)
 RETURNS pg_catalog.bool
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_fence pg_catalog.int8;
@@ -662,13 +709,12 @@ $$;
 CREATE FUNCTION sandbox_store_internal._lock(k pg_catalog.text, lock_id pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF pg_is_in_recovery() THEN
         PERFORM sandbox_store_internal._refuse_on_standby(k);
     END IF;
-    PERFORM pg_advisory_xact_lock(lock_id);
+    IF (pg_advisory_xact_lock(lock_id)) IS NULL THEN END IF;
 END
 $$;
 
@@ -677,7 +723,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._check_fence(k pg_catalog.text, f pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     newest pg_catalog.int8;
@@ -712,25 +757,52 @@ CREATE FUNCTION sandbox_store_internal._upsert(k pg_catalog.text, f pg_catalog.i
                                       p_latest_run_id pg_catalog.text, p_updated_at pg_catalog.timestamptz)
 RETURNS sandbox_store.instances
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     rr boolean := sandbox_store_internal._snapshot_isolation();
     r sandbox_store.instances;
+    newest pg_catalog.int8;
+    is_claimed boolean;
 BEGIN
     IF f IS NOT NULL OR rr THEN
-        PERFORM sandbox_store_internal._lock(k, sandbox_store_internal._lock_id(k));
+        -- _lock and _check_fence, here (two calls fewer)
+        IF pg_is_in_recovery() THEN
+            PERFORM sandbox_store_internal._refuse_on_standby(k);
+        END IF;
+        IF (pg_advisory_xact_lock(sandbox_store_internal._lock_id(k))) IS NULL THEN END IF;
         IF f IS NOT NULL THEN
-            PERFORM sandbox_store_internal._check_fence(k, f);
+            SELECT l.fence, l.owner_token IS NOT NULL INTO newest, is_claimed
+              FROM ONLY sandbox_store.leases l
+             WHERE l.key OPERATOR(pg_catalog.=) k FOR SHARE;
+            IF NOT FOUND THEN
+                IF rr THEN
+                    PERFORM sandbox_store_internal._probe_hidden(k, 'claim');
+                END IF;
+                newest := 0;
+                is_claimed := false;
+            END IF;
+            IF newest > f THEN
+                PERFORM sandbox_store_internal._claim_lost(k, 'old', f, newest);
+            ELSIF newest OPERATOR(pg_catalog.<>) f THEN
+                PERFORM sandbox_store_internal._claim_lost(k, 'foreign', f, newest);
+            ELSIF NOT is_claimed THEN
+                PERFORM sandbox_store_internal._claim_lost(k, 'ended', f, newest);
+            END IF;
         END IF;
         IF release THEN
-            BEGIN
+            IF rr THEN
+                BEGIN
+                    UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
+                     WHERE l.key OPERATOR(pg_catalog.=) k AND l.fence OPERATOR(pg_catalog.=) f
+                       AND l.owner_token IS NOT NULL;
+                EXCEPTION WHEN serialization_failure THEN
+                    PERFORM sandbox_store_internal._changed(k, 'claim');
+                END;
+            ELSE    -- (no 40001 at READ COMMITTED: no subtransaction)
                 UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
                  WHERE l.key OPERATOR(pg_catalog.=) k AND l.fence OPERATOR(pg_catalog.=) f
                    AND l.owner_token IS NOT NULL;
-            EXCEPTION WHEN serialization_failure THEN
-                PERFORM sandbox_store_internal._changed(k, 'claim');
-            END;
+            END IF;
             IF NOT FOUND THEN
                 IF rr THEN
                     PERFORM sandbox_store_internal._changed(k, 'claim');
@@ -764,7 +836,6 @@ CREATE FUNCTION sandbox_store_internal._check_record_args(p_provider pg_catalog.
                                                  p_latest_run_id pg_catalog.text, p_updated_at pg_catalog.timestamptz)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_provider IS NULL OR octet_length(p_provider) NOT BETWEEN 1 AND 1024 THEN
@@ -799,7 +870,6 @@ $$;
 CREATE FUNCTION sandbox_store_internal._check_fence_arg(f pg_catalog.int8)
 RETURNS void
 LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF f <= 0 THEN
@@ -828,13 +898,35 @@ SET row_security = off
 SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
+DECLARE
+    r sandbox_store.instances;
 BEGIN
     IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
-    PERFORM sandbox_store_internal._check_record_args($2, $3, $4, $5, $6, $7);
+    IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 OR $3 IS NULL OR octet_length($3) NOT BETWEEN 1 AND 1024
+       OR $4 IS NULL OR octet_length($4) NOT BETWEEN 1 AND 1024 OR octet_length($5) NOT BETWEEN 1 AND 1024
+       OR octet_length($6) NOT BETWEEN 1 AND 1024 OR $7 IS NULL OR NOT isfinite($7) THEN
+        PERFORM sandbox_store_internal._check_record_args($2, $3, $4, $5, $6, $7);
+    END IF;
     IF $8 <= 0 THEN
         PERFORM sandbox_store_internal._check_fence_arg($8);
+    END IF;
+    IF $8 IS NULL AND NOT sandbox_store_internal._snapshot_isolation() THEN
+        -- _upsert without a fence at READ COMMITTED (no lock): here, one
+        -- call fewer.
+        INSERT INTO sandbox_store.instances AS i
+               (key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at)
+        VALUES ($1, $2, $3, $5, $4, $6, $7)
+        ON CONFLICT ON CONSTRAINT instances_pkey DO UPDATE SET
+               provider = EXCLUDED.provider,
+               provider_sandbox_id = EXCLUDED.provider_sandbox_id,
+               latest_snapshot_id = EXCLUDED.latest_snapshot_id,
+               thread_id = EXCLUDED.thread_id,
+               latest_run_id = EXCLUDED.latest_run_id,
+               updated_at = EXCLUDED.updated_at
+        RETURNING i.* INTO r;
+        RETURN r;
     END IF;
     RETURN sandbox_store_internal._upsert($1, $8, false, $2, $3, $4, $5, $6, $7);
 END
@@ -866,7 +958,11 @@ BEGIN
     IF $2 <= 0 THEN
         PERFORM sandbox_store_internal._check_fence_arg($2);
     END IF;
-    PERFORM sandbox_store_internal._check_record_args($3, $4, $5, $6, $7, $8);
+    IF $3 IS NULL OR octet_length($3) NOT BETWEEN 1 AND 1024 OR $4 IS NULL OR octet_length($4) NOT BETWEEN 1 AND 1024
+       OR $5 IS NULL OR octet_length($5) NOT BETWEEN 1 AND 1024 OR octet_length($6) NOT BETWEEN 1 AND 1024
+       OR octet_length($7) NOT BETWEEN 1 AND 1024 OR $8 IS NULL OR NOT isfinite($8) THEN
+        PERFORM sandbox_store_internal._check_record_args($3, $4, $5, $6, $7, $8);
+    END IF;
     RETURN sandbox_store_internal._upsert($1, $2, true, $3, $4, $5, $6, $7, $8);
 END
 $$;
@@ -907,8 +1003,8 @@ BEGIN
         PERFORM sandbox_store_internal._check_fence_arg($2);
     END IF;
     IF $2 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
-        PERFORM sandbox_store_internal._check_fence($1, $2);
+        IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
+        IF (sandbox_store_internal._check_fence($1, $2)) IS NULL THEN END IF;
     ELSE
         PERFORM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
     END IF;
@@ -958,28 +1054,57 @@ DECLARE
     r sandbox_store.instances;
     res sandbox_store.ensure_result;
     cutoff pg_catalog.timestamptz;
+    c_fence pg_catalog.int8;
+    c_live boolean;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
-    END IF;
-    IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store_internal._bad_text($2, 'run_id');
-    END IF;
-    IF $3 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($3, 'max_age', false);
-        cutoff := sandbox_store_internal._cutoff($3);
-    END IF;
-    IF octet_length($4) NOT BETWEEN 1 AND 1024 THEN
+    -- One condition for the text arguments; when it holds, the checks in
+    -- their order (key, run_id, max_age, provider) say which one is bad.
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01')
+       OR $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 OR octet_length($4) NOT BETWEEN 1 AND 1024 THEN
+        IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
+            PERFORM sandbox_store_internal._bad_text($1, 'key');
+        END IF;
+        IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
+            PERFORM sandbox_store_internal._bad_text($2, 'run_id');
+        END IF;
+        IF $3 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
+        END IF;
         PERFORM sandbox_store_internal._bad_text($4, 'provider');
     END IF;
-    IF $5 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($5, 'wait', false);
-    END IF;
-    IF $6 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($6, 'lease', true);
+    IF $3 IS NOT NULL THEN
+        IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
+        cutoff := sandbox_store_internal._cutoff($3);
     END IF;
 
-    c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
+    IF $5 IS NULL AND $6 IS NULL AND NOT sandbox_store_internal._snapshot_isolation() AND NOT pg_is_in_recovery() THEN
+        -- Lock mode without a wait at READ COMMITTED: _take's first step
+        -- here (one call fewer), _take itself only when a claim is found.
+        BEGIN
+            IF (pg_advisory_xact_lock(sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
+            SELECT l.fence, l.lease_expires_at OPERATOR(pg_catalog.>) clock_timestamp()
+              INTO c_fence, c_live
+              FROM ONLY sandbox_store.leases l
+             WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token IS NOT NULL;
+            IF c_live THEN
+                -- Give the lock back (the subtransaction's rollback does).
+                RAISE EXCEPTION USING ERRCODE = 'SBW01';
+            END IF;
+        EXCEPTION WHEN SQLSTATE 'SBW01' THEN
+            c_live := true;
+        END;
+        IF c_fence IS NOT NULL AND (c_live OR NOT sandbox_store_internal._retire($1)) THEN
+            c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
+        END IF;
+    ELSE
+        IF $5 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($5, 'wait', false)) IS NULL THEN END IF;
+        END IF;
+        IF $6 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($6, 'lease', true)) IS NULL THEN END IF;
+        END IF;
+        c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
+    END IF;
 
     UPDATE ONLY sandbox_store.instances i
        SET latest_run_id = $2, updated_at = GREATEST(i.updated_at, now())
@@ -1006,17 +1131,13 @@ BEGIN
                 HINT = 'Call sandbox_ensure after BEGIN (or in a procedure) and upsert the new record before COMMIT, or pass a lease.';
         END IF;
     END IF;
-    res.key := r.key;
-    res.provider := r.provider;
-    res.provider_sandbox_id := r.provider_sandbox_id;
-    res.latest_snapshot_id := r.latest_snapshot_id;
-    res.thread_id := r.thread_id;
-    res.latest_run_id := r.latest_run_id;
-    res.updated_at := r.updated_at;
-    res.fence := c.fence;
-    res.owner_token := c.owner_token;
-    res.lease_expires_at := c.lease_expires_at;
-    RETURN NEXT res;
+    IF $6 IS NULL THEN    -- lock mode: no claim (c is not set on the path above)
+        RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
+                        r.latest_run_id, r.updated_at, NULL, NULL, NULL)::sandbox_store.ensure_result;
+    ELSE
+        RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
+                        r.latest_run_id, r.updated_at, c.fence, c.owner_token, c.lease_expires_at)::sandbox_store.ensure_result;
+    END IF;
 END
 $$;
 
@@ -1035,7 +1156,7 @@ BEGIN
         PERFORM sandbox_store_internal._bad_text($1, 'key');
     END IF;
     IF $2 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($2, 'wait', false);
+        IF (sandbox_store_internal._check_interval($2, 'wait', false)) IS NULL THEN END IF;
     END IF;
     PERFORM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $2, NULL);
 END
@@ -1091,9 +1212,9 @@ BEGIN
     IF $2 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('lease');
     END IF;
-    PERFORM sandbox_store_internal._check_interval($2, 'lease', true);
+    IF (sandbox_store_internal._check_interval($2, 'lease', true)) IS NULL THEN END IF;
     IF $3 IS NOT NULL THEN
-        PERFORM sandbox_store_internal._check_interval($3, 'wait', false);
+        IF (sandbox_store_internal._check_interval($3, 'wait', false)) IS NULL THEN END IF;
     END IF;
     RETURN QUERY SELECT t.fence, t.owner_token, t.lease_expires_at
                    FROM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $3, $2) t;
@@ -1123,8 +1244,8 @@ BEGIN
     IF $3 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('lease');
     END IF;
-    PERFORM sandbox_store_internal._check_interval($3, 'lease', true);
-    PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
+    IF (sandbox_store_internal._check_interval($3, 'lease', true)) IS NULL THEN END IF;
+    IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
     UPDATE ONLY sandbox_store.leases l
        SET lease_expires_at = (clock_timestamp() AT TIME ZONE 'UTC' + $3) AT TIME ZONE 'UTC'
      WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token OPERATOR(pg_catalog.=) $2
@@ -1153,7 +1274,7 @@ BEGIN
     IF $2 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('owner_token');
     END IF;
-    PERFORM sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1));
+    IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
     UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
      WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token OPERATOR(pg_catalog.=) $2;
     RETURN FOUND;
@@ -1192,7 +1313,7 @@ BEGIN
     IF $1 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('idle_for');
     END IF;
-    PERFORM sandbox_store_internal._check_interval($1, 'idle_for', false);
+    IF (sandbox_store_internal._check_interval($1, 'idle_for', false)) IS NULL THEN END IF;
     cutoff := sandbox_store_internal._cutoff($1);
     IF $2 IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('max_rows');
