@@ -8,7 +8,12 @@
 # without the extension's checks, on a table of the same shape and index:
 #
 #   append   checkpoint_append (validation, writer and head checks, head
-#            update, blob references)   vs  INSERT of the same row
+#            update, blob references)   vs  what an app writes by hand for
+#            the same chain: one transaction that INSERTs the same row and
+#            moves the thread's head with a compare-and-set (UPDATE ...
+#            WHERE head IS NOT DISTINCT FROM the expected head)
+#   insert   checkpoint_append          vs  the INSERT of the same row alone
+#            (not run by default: BENCH_CP_WORKLOADS="append insert ...")
 #   get      checkpoint_get of a random stored checkpoint
 #                                       vs  SELECT by primary key
 #   list     checkpoint_list of a thread of 20 checkpoints (threads only read)
@@ -32,6 +37,7 @@ set -euo pipefail
 SECONDS_EACH=${BENCH_CP_SECONDS:-5}
 REPEATS=${BENCH_CP_REPEATS:-3}
 CLIENTS=${BENCH_CP_CLIENTS:-"1 8"}
+WORKLOADS=${BENCH_CP_WORKLOADS:-"append get list"}
 OUT=${BENCH_OUT:-bench/out}
 DB=bench_cp
 mkdir -p "$OUT"
@@ -55,6 +61,9 @@ CREATE TABLE bare (id text PRIMARY KEY, thread_id text NOT NULL, parent_id text,
                    created_at int8 NOT NULL, checkpoint jsonb NOT NULL);
 CREATE INDEX ON bare (thread_id, created_at, id COLLATE "C");
 CREATE SEQUENCE ids;
+-- The by-hand chain's heads (thread-0..63; a NULL head: no checkpoint yet).
+CREATE TABLE bare_heads (thread text PRIMARY KEY, head text);
+INSERT INTO bare_heads SELECT 'thread-' || c, NULL FROM generate_series(0, 63) c;
 -- Each client's thread and writer (client ids 0..63), and 64 threads only
 -- read (list-0..63: the appends do not make them longer).
 CREATE TABLE writers (client int PRIMARY KEY, thread text, fence int8, token uuid);
@@ -75,6 +84,17 @@ CREATE FUNCTION bare_append(client int) RETURNS void LANGUAGE sql AS $$
                           t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || $1)
     FROM template t, nextval('ids') n
 $$;
+-- The same append by hand: the row on the current head and the head's
+-- compare-and-set, in one statement (one transaction, one round trip).
+CREATE FUNCTION hand_append(client int) RETURNS void LANGUAGE sql AS $$
+  WITH cur AS (SELECT head FROM bare_heads WHERE thread = 'thread-' || $1),
+  ins AS (INSERT INTO bare SELECT 'cp-' || n, 'thread-' || $1, cur.head, 1700000000000,
+                                  t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || $1,
+                                                            'parentCheckpointId', cur.head)
+            FROM template t, cur, nextval('ids') n RETURNING id, parent_id)
+  UPDATE bare_heads h SET head = ins.id FROM ins
+   WHERE h.thread = 'thread-' || $1 AND h.head IS NOT DISTINCT FROM ins.parent_id
+$$;
 -- Stored checkpoints to read: 20 in each list thread, in both tables.
 SELECT count(ext_append(100 + c)) FROM generate_series(0, 63) c, generate_series(1, 20);
 INSERT INTO bare SELECT id, thread_id, parent_id, created_at, checkpoint FROM sandbox_store.checkpoints;
@@ -86,6 +106,10 @@ cat >"$work/ext_append.pgbench" <<'EOF'
 SELECT ext_append(:client_id);
 EOF
 cat >"$work/bare_append.pgbench" <<'EOF'
+SELECT hand_append(:client_id);
+EOF
+cp "$work/ext_append.pgbench" "$work/ext_insert.pgbench"
+cat >"$work/bare_insert.pgbench" <<'EOF'
 SELECT bare_append(:client_id);
 EOF
 cat >"$work/ext_get.pgbench" <<EOF
@@ -122,7 +146,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 	echo "|---|---|---|---|---|---|---|"
 } >"$work/table"
 for c in $CLIENTS; do
-	for w in append get list; do
+	for w in $WORKLOADS; do
 		: >"$work/ext.tps"; : >"$work/bare.tps"; : >"$work/ext.lat"; : >"$work/bare.lat"
 		for r in $(seq "$REPEATS"); do
 			order="ext bare"; [ $((r % 2)) -eq 0 ] && order="bare ext"

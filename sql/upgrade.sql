@@ -467,3 +467,37 @@ EXECUTE v13_claim;
 ALTER TABLE sandbox_store.instances ADD COLUMN region text;
 \set VERBOSITY default
 SELECT evtname, evtenabled FROM pg_event_trigger WHERE evtname = 'sandbox_store_guard';
+
+--
+-- 1.4.1 -> 1.5 (each checkpoint's blob keys in its row; checkpoint_blobs
+-- gone).  Checkpoints stored at 1.4.1 (two files on one key, a directory,
+-- an artifact; a second checkpoint sharing a key) get their keys, and
+-- checkpoint_blob_references() answers as before the update; a delete and
+-- an append after it count right.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.4.1';
+CREATE TEMP TABLE up_w AS SELECT * FROM sandbox_store.checkpoint_acquire_writer('t-up', 600000);
+CREATE FUNCTION pg_temp.up_cp(id text, parent text, k1 text, k2 text) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_build_object('id', id, 'threadId', 't-up', 'parentCheckpointId', parent, 'createdAt', 1,
+    'reason', 'automatic', 'conversation', '[]'::jsonb,
+    'files', jsonb_build_array(
+      jsonb_build_object('path', 'a', 'kind', 'file', 'size', 1, 'blobKey', 'sandbox-files/sha256/' || repeat(k1, 64)),
+      jsonb_build_object('path', 'd', 'kind', 'dir'),
+      jsonb_build_object('path', 'd/b', 'kind', 'file', 'size', 2, 'blobKey', 'sandbox-files/sha256/' || repeat(k2, 64))),
+    'artifacts', jsonb_build_array(jsonb_build_object('artifactId', 'x', 'name', 'x', 'mimeType', 'text/plain',
+      'size', 1, 'createdAt', 1, 'blobKey', 'sandbox-artifacts/' || id)))
+$$;
+SELECT sandbox_store.checkpoint_append(pg_temp.up_cp('u1', NULL, '1', '1'), NULL, 't-up', owner_token, fence) FROM up_w;
+SELECT sandbox_store.checkpoint_append(pg_temp.up_cp('u2', 'u1', '1', '2'), 'u1', 't-up', owner_token, fence) FROM up_w;
+CREATE TEMP TABLE up_refs AS SELECT * FROM sandbox_store.checkpoint_blob_references();
+ALTER EXTENSION sandbox_store UPDATE TO '1.5';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT left(key, 24) AS key, refs FROM sandbox_store.checkpoint_blob_references();
+SELECT (SELECT array_agg(r.key || '=' || r.refs ORDER BY r.key COLLATE "C") FROM up_refs r)
+     = (SELECT array_agg(r.key || '=' || r.refs ORDER BY r.key COLLATE "C")
+          FROM sandbox_store.checkpoint_blob_references() r) AS refs_kept;
+SELECT id, array_length(blob_keys, 1) AS keys FROM sandbox_store.checkpoints ORDER BY id;
+SELECT sandbox_store.checkpoint_delete_head('t-up', 'u2', 't-up', owner_token, fence) FROM up_w;
+SELECT sandbox_store.checkpoint_append(pg_temp.up_cp('u3', 'u1', '3', '1'), 'u1', 't-up', owner_token, fence) FROM up_w;
+SELECT left(key, 24) AS key, refs FROM sandbox_store.checkpoint_blob_references();

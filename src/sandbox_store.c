@@ -12,6 +12,8 @@
  *	  store.c		the record table (sandbox_upsert, _get, _delete, _list)
  *	  keys.c		taking a key and nothing else, in lock and lease mode
  *					(sandbox_lock, _try_lock, _claim, _renew, _release)
+ *	  checkpoint_check.c	the check of a checkpoint before it is appended, and its
+ *					blob keys (sandbox_store_internal._checkpoint_check)
  *	  taking a key
  *	  take.c		waits, claims in the way, 55P03, the lock's scope
  *	  tables and locks
@@ -43,11 +45,11 @@ void _PG_init(void);
  * functions (SQL, src/sql/parts/checkpoints.sql) work on.  Defined here so
  * that it has a type, a unit and who may set it (superusers); the checkpoint
  * functions read it through sandbox_store_internal._max_checkpoint_bytes(),
- * below, never with current_setting: in a session that has not loaded the
+ * below (checkpoint_check.c reads the variable), never with current_setting: in a session that has not loaded the
  * library yet, the name is a placeholder any role may set, and calling the
  * function loads the library, which drops such a value.
  */
-static int max_checkpoint_bytes = 0;
+int sb_max_checkpoint_bytes = 0;
 
 PG_FUNCTION_INFO_V1(sandbox_max_checkpoint_bytes_v1_4_1);
 
@@ -56,7 +58,7 @@ Datum
 sandbox_max_checkpoint_bytes_v1_4_1(PG_FUNCTION_ARGS)
 {
 	sb_check_library_version();
-	PG_RETURN_INT64((int64) max_checkpoint_bytes);
+	PG_RETURN_INT64((int64) sb_max_checkpoint_bytes);
 }
 
 void
@@ -67,7 +69,7 @@ _PG_init(void)
 		"The largest checkpoint sandbox_store's checkpoint functions accept, in bytes.",
 		"A larger checkpoint is refused with SBC08 before it is processed: an append takes "
 		"several times the checkpoint's size in backend memory.  0: no limit.",
-		&max_checkpoint_bytes, 0, 0, INT_MAX, PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
+		&sb_max_checkpoint_bytes, 0, 0, INT_MAX, PGC_SUSET, GUC_UNIT_BYTE, NULL, NULL, NULL);
 	sb_catalog_init();
 	sb_direct_init();
 	sb_result_init();

@@ -180,6 +180,9 @@ typedef struct SbRelations
 	const char *row_security_table; /* the first such table, for the error */
 } SbRelations;
 
+/* sandbox_store.c: the setting sandbox_store.max_checkpoint_bytes (0: no limit) */
+extern int sb_max_checkpoint_bytes;
+
 extern void sb_catalog_init(void);
 extern void sb_check_library_version(void);
 extern void sb_call_begin(void);

@@ -102,8 +102,8 @@ is($node->safe_psql('postgres', q{
     SELECT k AS key, count(*) AS refs FROM sandbox_store.checkpoints c,
       LATERAL (SELECT DISTINCT f ->> 'blobKey' FROM jsonb_array_elements(c.checkpoint -> 'files') f) s(k)
      GROUP BY k)
-  SELECT count(*) FROM counted FULL JOIN sandbox_store.checkpoint_blobs b USING (key)
-   WHERE counted.refs IS DISTINCT FROM b.refcount}),
+  SELECT count(*) FROM counted FULL JOIN sandbox_store.checkpoint_blob_references() b USING (key)
+   WHERE counted.refs IS DISTINCT FROM b.refs}),
 	'0', 'every blob reference count equals the stored checkpoints pointing to it');
 
 # The lease survived: its holder goes on, another writer is refused, and a

@@ -1,8 +1,14 @@
 -- Sandbox checkpoints (1.4): the append-only chain of a thread's saved
 -- sandbox states (files, conversation, artifacts), its head, the
--- references of the content-addressed blobs they point to, and the single
--- writer per thread.  The same SQL in both editions (PL/pgSQL); only the
--- fence draw, sandbox_store_internal._draw_claim_fence(), is each edition's own.
+-- content-addressed blobs they point to, and the single writer per thread.
+-- The same SQL in both editions (PL/pgSQL); the fence draw,
+-- sandbox_store_internal._draw_claim_fence(), and the check of a checkpoint
+-- before it is appended, _checkpoint_check() (C in the C edition), are each
+-- edition's own.
+--
+-- The blob keys a checkpoint points to are a column of its row (1.5), each
+-- once: checkpoint_blob_references() counts them when it is called, so an
+-- append or a delete writes no row per blob.
 --
 -- A thread's writer holds a claim, in sandbox_store.leases, on the reserved
 -- key E'\x01checkpoint-writer\x01' || thread_id, with a fence from fence_seq
@@ -23,6 +29,7 @@ CREATE TABLE sandbox_store.checkpoints (
     parent_id  pg_catalog.text,
     created_at pg_catalog.int8 NOT NULL,
     checkpoint pg_catalog.jsonb NOT NULL,
+    blob_keys  pg_catalog.text[] NOT NULL,
     CONSTRAINT checkpoints_pkey PRIMARY KEY (id),
     CONSTRAINT checkpoints_id_length CHECK (pg_catalog.octet_length(id) BETWEEN 1 AND 1024),
     CONSTRAINT checkpoints_thread_id_length CHECK (pg_catalog.octet_length(thread_id) BETWEEN 1 AND 1000)
@@ -32,7 +39,7 @@ CREATE INDEX checkpoints_thread_order_idx
     ON sandbox_store.checkpoints (thread_id, created_at, id COLLATE "C");
 SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoints', '');
 COMMENT ON TABLE sandbox_store.checkpoints IS
-'Sandbox checkpoints, immutable once appended: id, thread, parent, createdAt (epoch ms) and the whole checkpoint as jsonb. Written only through the checkpoint_* functions.';
+'Sandbox checkpoints, immutable once appended: id, thread, parent, createdAt (epoch ms), the whole checkpoint as jsonb and the blob keys it points to (each once, by bytes). Written only through the checkpoint_* functions.';
 
 CREATE TABLE sandbox_store.checkpoint_heads (
     thread_id pg_catalog.text NOT NULL,
@@ -43,15 +50,4 @@ SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoint_heads', '')
 COMMENT ON TABLE sandbox_store.checkpoint_heads IS
 'The head checkpoint of each thread that has one.';
 
-CREATE TABLE sandbox_store.checkpoint_blobs (
-    key      pg_catalog.text NOT NULL,
-    refcount pg_catalog.int8 NOT NULL,
-    CONSTRAINT checkpoint_blobs_pkey PRIMARY KEY (key),
-    CONSTRAINT checkpoint_blobs_refcount_positive CHECK (refcount OPERATOR(pg_catalog.>) 0)
-);
-SELECT pg_catalog.pg_extension_config_dump('sandbox_store.checkpoint_blobs', '');
-COMMENT ON TABLE sandbox_store.checkpoint_blobs IS
-'Blob keys the stored checkpoints point to, with how many checkpoints point to each; a key no checkpoint points to is deleted.';
-
-REVOKE ALL ON TABLE sandbox_store.checkpoints, sandbox_store.checkpoint_heads,
-    sandbox_store.checkpoint_blobs FROM PUBLIC;
+REVOKE ALL ON TABLE sandbox_store.checkpoints, sandbox_store.checkpoint_heads FROM PUBLIC;

@@ -23,3 +23,13 @@ CREATE FUNCTION sandbox_store_internal._max_checkpoint_bytes()
 RETURNS pg_catalog.int8
 AS 'MODULE_PATHNAME', 'sandbox_max_checkpoint_bytes_v1_4_1'
 LANGUAGE C STABLE;
+
+-- The check of a checkpoint before it is appended (1.5; checkpoint_check.c):
+-- its size against sandbox_store.max_checkpoint_bytes, its ids (SBC07),
+-- fields and entries (SBC08), in one pass; returns the blob keys it points
+-- to, each once, by bytes.  The SQL edition's is PL/pgSQL
+-- (checkpoint-check-sql.sql), with the same checks and messages.
+CREATE FUNCTION sandbox_store_internal._checkpoint_check(c pg_catalog.jsonb)
+RETURNS pg_catalog.text[]
+AS 'MODULE_PATHNAME', 'sandbox_checkpoint_check_v1_5'
+LANGUAGE C STABLE;
