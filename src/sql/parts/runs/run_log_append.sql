@@ -19,6 +19,7 @@ DECLARE
     v_status pg_catalog.text;
     v_epoch pg_catalog.int8;
     v_watched pg_catalog.bool;
+    v_seqs pg_catalog.int8[];
 BEGIN
     -- (the checks are simple expressions, which PL/pgSQL evaluates without
     -- running a query)
@@ -72,13 +73,17 @@ BEGIN
             format('Its status is %s: its log takes no more entries.  Nothing was changed.', v_status));
     END IF;
 
-    INSERT INTO sandbox_store.run_log_entries (run_id, seq, chunk)
-    SELECT run_log_append.run_id, v_last OPERATOR(pg_catalog.+) x.i, x.c
-      FROM jsonb_array_elements(run_log_append.chunks) WITH ORDINALITY x(c, i);
+    -- The entries, and their seqs as the result, in one statement.
+    WITH entries AS (
+        INSERT INTO sandbox_store.run_log_entries (run_id, seq, chunk)
+        SELECT run_log_append.run_id, v_last OPERATOR(pg_catalog.+) x.i, x.c
+          FROM jsonb_array_elements(run_log_append.chunks) WITH ORDINALITY x(c, i)
+        RETURNING seq)
+    SELECT array_agg(e.seq ORDER BY e.seq) INTO v_seqs FROM entries e;
     IF v_watched THEN
         PERFORM pg_notify('sandbox_store_run_log', run_log_append.run_id);
     END IF;
-    RETURN ARRAY(SELECT generate_series(v_last OPERATOR(pg_catalog.+) 1, v_last OPERATOR(pg_catalog.+) n));
+    RETURN v_seqs;
 END
 $$;
 
