@@ -40,7 +40,7 @@
 #                        tree by src/sql/build.sh plain) installed in place of
 #                        CREATE EXTENSION; the same workload files
 #   PROFILE_SQL_SCRIPT   a plain script to profile (PROFILE_EDITION=sql), e.g.
-#                        one built from a changed functions-sql.sql
+#                        one built from a changed src/sql/parts/sql-edition/
 
 set -euo pipefail
 

@@ -17,12 +17,15 @@
 #   pg_tle  the SQL edition as a pg_tle registration: after it,
 #           CREATE EXTENSION sandbox_store and ALTER EXTENSION ... UPDATE work
 #
-# A part NAME is parts/NAME.sql, or the directory parts/NAME (the runs: one
-# function per file), whose *.sql files are taken in name order (as bytes:
-# helpers, whose names start with an underscore, come first).
+# A part NAME is parts/NAME.sql, or the directory parts/NAME (sql-edition,
+# checkpoints, runs: one function per file), whose *.sql files are taken in
+# name order (as bytes: helpers, whose names start with an underscore, come
+# first; in sql-edition a group prefix, args. claims. ..., comes before that).
+# Other files of a directory (its README.md) are not taken.  The conventions
+# every function part follows are in parts/README.md.
 #
 # The editions share the schema, the comments, distribute() and the grants;
-# each has its own functions (functions-c.sql, functions-sql.sql).  The C
+# each has its own functions (functions-c.sql, the directory sql-edition).  The C
 # edition also has the guard, the event trigger and its function (an event
 # trigger needs a superuser); both have unsupported_changes().  The key
 # lock's class in pg_locks (@KEY_LOCK_CLASS@, in the view key_locks) differs:
@@ -67,7 +70,7 @@ part() {
 body() {
 	case $1 in
 	c) class=$c_class files="schema internal-schema key-locks edition functions-c internal-c checkpoint-tables checkpoints run-tables runs comments distribute guard-changes guard event-trigger grants" ;;
-	*) class=1 files="schema internal-schema key-locks edition functions-sql checkpoint-check-sql checkpoint-tables checkpoints run-tables runs comments distribute guard-changes grants" ;;
+	*) class=1 files="schema internal-schema key-locks edition sql-edition checkpoint-check-sql checkpoint-tables checkpoints run-tables runs comments distribute guard-changes grants" ;;
 	esac
 	for f in $files; do
 		part "$f"

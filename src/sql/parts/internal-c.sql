@@ -1,6 +1,6 @@
 -- The C edition's internal helpers that the shared SQL (the checkpoint
 -- store) calls; the SQL edition has PL/pgSQL functions of the same names
--- (functions-sql.sql).
+-- (parts/sql-edition/).
 
 -- A fence for a claim that SQL code takes itself (the checkpoint writers).
 CREATE FUNCTION sandbox_store_internal._draw_claim_fence(above pg_catalog.int8)

@@ -1,0 +1,77 @@
+CREATE FUNCTION sandbox_store.checkpoint_fork(
+    source_thread_id pg_catalog.text,
+    source_checkpoint_id pg_catalog.text,
+    destination_thread_id pg_catalog.text,
+    destination_checkpoint_id pg_catalog.text,
+    created_at pg_catalog.int8,
+    writer_thread_id pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    fence pg_catalog.int8,
+    at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS pg_catalog.jsonb
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
+AS $$
+DECLARE
+    v_source pg_catalog.jsonb;
+    v_keys pg_catalog.text[];
+    v_copy pg_catalog.jsonb;
+BEGIN
+    IF $9 IS NOT NULL AND NOT isfinite($9) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $9);
+    END IF;
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($2, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._checkpoint_id($3, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id($4, 'checkpoint id', 1024);
+    IF $5 IS NULL OR $5 NOT BETWEEN -8640000000000000 AND 8640000000000000 THEN
+        PERFORM sandbox_store_internal._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
+    END IF;
+    PERFORM sandbox_store_internal._check_writer($3, $6, $7, $8, COALESCE($9, clock_timestamp()));
+    IF $1 OPERATOR(pg_catalog.=) $3 THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb($1)),
+            'A fork makes the first checkpoint of another thread.');
+    END IF;
+    -- (its stored size, read before the checkpoint itself)
+    PERFORM sandbox_store_internal._checkpoint_size(pg_column_size(c.checkpoint), 'The source checkpoint')
+       FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $2;
+    SELECT c.checkpoint, c.blob_keys INTO v_source, v_keys FROM sandbox_store.checkpoints c
+     WHERE c.id OPERATOR(pg_catalog.=) $2;
+    IF v_source IS NULL THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC09', format('checkpoint %s does not exist', to_jsonb($2)),
+            'A fork copies a stored checkpoint.');
+    END IF;
+    IF v_source ->> 'threadId' IS DISTINCT FROM $1 THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('checkpoint %s is not a checkpoint of thread %s', to_jsonb($2), to_jsonb($1)),
+            format('It belongs to thread %s.', v_source -> 'threadId'));
+    END IF;
+    IF EXISTS (SELECT FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $3)
+       OR EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.thread_id OPERATOR(pg_catalog.=) $3) THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC10', format('thread %s already has checkpoints', to_jsonb($3)),
+            'A fork makes the first checkpoint of an empty thread.');
+    END IF;
+    -- The fork root: the source's files, conversation and artifacts, and
+    -- nothing of its save (label, sourceRunId).
+    v_copy := jsonb_build_object('id', $4, 'threadId', $3, 'parentCheckpointId', NULL,
+                                 'createdAt', $5, 'reason', 'fork-root',
+                                 'files', v_source -> 'files', 'conversation', v_source -> 'conversation',
+                                 'artifacts', v_source -> 'artifacts');
+    BEGIN
+        -- (the same files and artifacts: the same blob keys)
+        INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
+        VALUES ($4, $3, NULL, $5, v_copy, v_keys);
+    EXCEPTION WHEN unique_violation THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb($4)),
+            'Checkpoints are immutable: an id is appended once.');
+    END;
+    INSERT INTO sandbox_store.checkpoint_heads (thread_id, head_id) VALUES ($3, $4);
+    RETURN v_copy;
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.checkpoint_fork(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.timestamptz) IS
+'Copy a stored checkpoint as the fork-root (no parent) of an empty thread, atomically, under the destination''s writer, and return the copy; SBC09 if the source does not exist, SBC11 if it is not of the source thread (or the threads are the same), SBC10 if the destination has checkpoints.';

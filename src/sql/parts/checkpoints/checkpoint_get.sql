@@ -1,0 +1,19 @@
+CREATE FUNCTION sandbox_store.checkpoint_get(id pg_catalog.text)
+RETURNS pg_catalog.jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
+AS $$
+BEGIN
+    -- (the check inline, a simple expression: the read's own cost stays small)
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM sandbox_store_internal._checkpoint_id($1, 'checkpoint id', 1024);
+    END IF;
+    RETURN (SELECT c.checkpoint FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $1);
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.checkpoint_get(pg_catalog.text) IS
+'The checkpoint with this id, as appended, or NULL.';

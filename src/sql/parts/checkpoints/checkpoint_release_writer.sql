@@ -1,0 +1,22 @@
+CREATE FUNCTION sandbox_store.checkpoint_release_writer(
+    thread_id pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    fence pg_catalog.int8)
+RETURNS pg_catalog.bool
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
+AS $$
+BEGIN
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
+    UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key($1)
+       AND l.owner_token OPERATOR(pg_catalog.=) $2 AND l.fence OPERATOR(pg_catalog.=) $3;
+    RETURN FOUND;
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.checkpoint_release_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8) IS
+'End the thread''s writer if owner_token and fence still hold it: true if they did (a stale writer never ends its successor).';

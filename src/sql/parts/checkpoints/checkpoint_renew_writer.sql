@@ -1,0 +1,41 @@
+CREATE FUNCTION sandbox_store.checkpoint_renew_writer(
+    thread_id pg_catalog.text,
+    owner_token pg_catalog.uuid,
+    fence pg_catalog.int8,
+    lease_ms pg_catalog.int8 DEFAULT 120000,
+    at pg_catalog.timestamptz DEFAULT NULL)
+RETURNS pg_catalog.timestamptz
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
+AS $$
+DECLARE
+    now pg_catalog.timestamptz := COALESCE($5, clock_timestamp());
+    expires pg_catalog.timestamptz;
+BEGIN
+    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
+    IF $4 IS NULL OR $4 <= 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $4);
+    END IF;
+    IF $5 IS NOT NULL AND NOT isfinite($5) THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $5);
+    END IF;
+    IF $4 / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + $4 / 1000.0 >= 9224318015999 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'lease_ms is too long',
+            DETAIL = 'now + lease_ms would be past the latest timestamp PostgreSQL has.';
+    END IF;
+    PERFORM sandbox_store_internal._check_writer($1, $1, $2, $3, now);
+    UPDATE ONLY sandbox_store.leases l SET lease_expires_at = now + make_interval(secs => $4 / 1000.0)
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key($1)
+    RETURNING l.lease_expires_at INTO expires;
+    RETURN expires;
+END
+$$;
+
+COMMENT ON FUNCTION sandbox_store.checkpoint_renew_writer(pg_catalog.text, pg_catalog.uuid, pg_catalog.int8, pg_catalog.int8, pg_catalog.timestamptz) IS
+'Extend the thread''s writer to now + lease_ms while it is still the current, unexpired writer; SB001 otherwise.';

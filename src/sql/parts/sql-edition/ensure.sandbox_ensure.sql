@@ -1,0 +1,105 @@
+CREATE FUNCTION sandbox_store.sandbox_ensure(
+    key pg_catalog.text,
+    run_id pg_catalog.text,
+    max_age pg_catalog.interval DEFAULT NULL,
+    provider pg_catalog.text DEFAULT NULL,
+    wait pg_catalog.interval DEFAULT NULL,
+    lease pg_catalog.interval DEFAULT NULL)
+RETURNS SETOF sandbox_store.ensure_result
+LANGUAGE plpgsql VOLATILE ROWS 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
+AS $$
+DECLARE
+    c record;
+    r sandbox_store.instances;
+    res sandbox_store.ensure_result;
+    cutoff pg_catalog.timestamptz;
+    c_fence pg_catalog.int8;
+    c_live boolean;
+BEGIN
+    -- One condition for the text arguments; when it holds, the checks in
+    -- their order (key, run_id, max_age, provider) say which one is bad.
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01')
+       OR $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 OR octet_length($4) NOT BETWEEN 1 AND 1024 THEN
+        IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
+            PERFORM sandbox_store_internal._bad_text($1, 'key');
+        END IF;
+        IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
+            PERFORM sandbox_store_internal._bad_text($2, 'run_id');
+        END IF;
+        IF $3 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
+        END IF;
+        PERFORM sandbox_store_internal._bad_text($4, 'provider');
+    END IF;
+    IF $3 IS NOT NULL THEN
+        IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
+        cutoff := sandbox_store_internal._cutoff($3);
+    END IF;
+
+    IF $5 IS NULL AND $6 IS NULL AND NOT sandbox_store_internal._snapshot_isolation() AND NOT pg_is_in_recovery() THEN
+        -- Lock mode without a wait at READ COMMITTED: _take's first step
+        -- here (one call fewer), _take itself only when a claim is found.
+        BEGIN
+            IF (pg_advisory_xact_lock(sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
+            SELECT l.fence, l.lease_expires_at OPERATOR(pg_catalog.>) clock_timestamp()
+              INTO c_fence, c_live
+              FROM ONLY sandbox_store.leases l
+             WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token IS NOT NULL;
+            IF c_live THEN
+                -- Give the lock back (the subtransaction's rollback does).
+                RAISE EXCEPTION USING ERRCODE = 'SBW01';
+            END IF;
+        EXCEPTION WHEN SQLSTATE 'SBW01' THEN
+            c_live := true;
+        END;
+        IF c_fence IS NOT NULL AND (c_live OR NOT sandbox_store_internal._retire($1)) THEN
+            c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
+        END IF;
+    ELSE
+        IF $5 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($5, 'wait', false)) IS NULL THEN END IF;
+        END IF;
+        IF $6 IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval($6, 'lease', true)) IS NULL THEN END IF;
+        END IF;
+        c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
+    END IF;
+
+    UPDATE ONLY sandbox_store.instances i
+       SET latest_run_id = $2, updated_at = GREATEST(i.updated_at, now())
+     WHERE i.key OPERATOR(pg_catalog.=) $1
+       AND (cutoff IS NULL OR i.updated_at OPERATOR(pg_catalog.>=) cutoff)
+       AND ($4 IS NULL OR i.provider OPERATOR(pg_catalog.=) $4)
+    RETURNING i.* INTO r;
+    IF FOUND THEN
+        res.action := 'resume';
+    ELSE
+        IF sandbox_store_internal._snapshot_isolation() THEN
+            r := sandbox_store_internal._current_record($1);
+        ELSE
+            SELECT i.* INTO r FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) $1;
+        END IF;
+        res.action := CASE WHEN r.key IS NULL THEN 'create' ELSE 'recreate' END;
+        -- Lock mode in autocommit: the lock ends with the statement.  (A
+        -- procedure or DO block holds it until its own COMMIT.)
+        IF $6 IS NULL AND transaction_timestamp() OPERATOR(pg_catalog.=) statement_timestamp()
+           AND current_query() !~* '^\s*(call|do)\M' THEN
+            RAISE WARNING USING
+                MESSAGE = format('sandbox_ensure returned "%s" outside a transaction block', res.action),
+                DETAIL = 'The lock on the key ends with the statement, so another session may also be told to create a sandbox for it.',
+                HINT = 'Call sandbox_ensure after BEGIN (or in a procedure) and upsert the new record before COMMIT, or pass a lease.';
+        END IF;
+    END IF;
+    IF $6 IS NULL THEN    -- lock mode: no claim (c is not set on the path above)
+        RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
+                        r.latest_run_id, r.updated_at, NULL, NULL, NULL)::sandbox_store.ensure_result;
+    ELSE
+        RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
+                        r.latest_run_id, r.updated_at, c.fence, c.owner_token, c.lease_expires_at)::sandbox_store.ensure_result;
+    END IF;
+END
+$$;

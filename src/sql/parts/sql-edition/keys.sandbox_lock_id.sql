@@ -1,0 +1,12 @@
+CREATE FUNCTION sandbox_store.sandbox_lock_id(key pg_catalog.text)
+RETURNS pg_catalog.int8
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    END IF;
+    RETURN sandbox_store_internal._lock_id($1);
+END
+$$;

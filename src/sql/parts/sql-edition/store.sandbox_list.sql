@@ -1,0 +1,17 @@
+CREATE FUNCTION sandbox_store.sandbox_list(thread_id pg_catalog.text)
+RETURNS SETOF sandbox_store.instances
+LANGUAGE plpgsql STABLE ROWS 4 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
+AS $$
+BEGIN
+    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM sandbox_store_internal._bad_text($1, 'thread_id');
+    END IF;
+    RETURN QUERY SELECT i.* FROM ONLY sandbox_store.instances i
+                  WHERE i.thread_id OPERATOR(pg_catalog.=) $1
+                  ORDER BY i.updated_at DESC, i.key;
+END
+$$;
