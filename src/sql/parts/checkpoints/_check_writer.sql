@@ -19,11 +19,11 @@ BEGIN
       FROM ONLY sandbox_store.leases s
      WHERE s.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key(thread_id)
        FOR UPDATE;
-    IF l.owner_token IS NULL OR l.owner_token IS DISTINCT FROM $3
-       OR l.fence IS DISTINCT FROM $4 OR l.lease_expires_at OPERATOR(pg_catalog.<=) now THEN
+    IF l.owner_token IS NULL OR l.owner_token IS DISTINCT FROM _check_writer.owner_token
+       OR l.fence IS DISTINCT FROM _check_writer.fence OR l.lease_expires_at OPERATOR(pg_catalog.<=) now THEN
         PERFORM sandbox_store_internal._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
             CASE WHEN l.owner_token IS NULL THEN 'The thread has no writer: it was released or never taken.  Nothing was changed.'
-                 WHEN l.owner_token IS DISTINCT FROM $3 OR l.fence IS DISTINCT FROM $4
+                 WHEN l.owner_token IS DISTINCT FROM _check_writer.owner_token OR l.fence IS DISTINCT FROM _check_writer.fence
                  THEN format('The thread''s writer has fence %s now: the lease was taken over.  Nothing was changed.', l.fence)
                  ELSE format('The writer''s lease expired at %s.  Nothing was changed.', l.lease_expires_at) END);
     END IF;

@@ -11,24 +11,24 @@ SET enable_indexscan = on
 AS $$
 DECLARE
     k pg_catalog.text;
-    now pg_catalog.timestamptz := COALESCE($3, clock_timestamp());
+    now pg_catalog.timestamptz := COALESCE(checkpoint_acquire_writer.at, clock_timestamp());
     cur record;
 BEGIN
-    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
-    IF $2 IS NULL OR $2 <= 0 THEN
+    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_acquire_writer.thread_id, 'thread id', 1000);
+    IF lease_ms IS NULL OR lease_ms <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $2);
+            MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', lease_ms);
     END IF;
-    IF $3 IS NOT NULL AND NOT isfinite($3) THEN
+    IF checkpoint_acquire_writer.at IS NOT NULL AND NOT isfinite(checkpoint_acquire_writer.at) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $3);
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', checkpoint_acquire_writer.at);
     END IF;
-    IF $2 / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + $2 / 1000.0 >= 9224318015999 THEN
+    IF lease_ms / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + lease_ms / 1000.0 >= 9224318015999 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms is too long',
             DETAIL = 'now + lease_ms would be past the latest timestamp PostgreSQL has.';
     END IF;
-    k := sandbox_store_internal._writer_key($1);
+    k := sandbox_store_internal._writer_key(checkpoint_acquire_writer.thread_id);
     -- Never wait: the writer's lease row is locked at once, or another
     -- transaction is acquiring, renewing, releasing or writing with it and
     -- has not ended (SBC05, whatever it does next).  A thread without a
@@ -47,16 +47,16 @@ BEGIN
               FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE NOWAIT;
         END IF;
     EXCEPTION WHEN lock_not_available THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
             'Another transaction is acquiring, renewing, releasing or writing with the thread''s writer and has not ended.');
     END;
     IF cur.owner_token IS NOT NULL AND cur.lease_expires_at > now THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
             format('Its lease (fence %s) runs until %s.', cur.fence, cur.lease_expires_at));
     END IF;
     INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)
     VALUES (k, sandbox_store_internal._draw_claim_fence(COALESCE(cur.fence, 0)), gen_random_uuid(),
-            now + make_interval(secs => $2 / 1000.0))
+            now + make_interval(secs => lease_ms / 1000.0))
     ON CONFLICT ON CONSTRAINT leases_pkey DO UPDATE
        -- (a row another transaction inserted meanwhile may already have a
        -- fence above the one drawn: then one above it, never a lower one)
@@ -68,7 +68,7 @@ BEGIN
     RETURNING l.fence, l.owner_token, l.lease_expires_at INTO fence, owner_token, expires_at;
     IF NOT FOUND THEN
         -- Another writer took the thread's first lease meanwhile.
-        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb($1)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
             'Another writer took the lease at the same time.');
     END IF;
     RETURN NEXT;

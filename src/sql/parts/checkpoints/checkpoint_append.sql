@@ -13,35 +13,35 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 DECLARE
-    v_id pg_catalog.text := $1 ->> 'id';
-    v_thread pg_catalog.text := $1 ->> 'threadId';
-    v_parent pg_catalog.text := $1 ->> 'parentCheckpointId';
+    v_id pg_catalog.text := checkpoint_append.checkpoint ->> 'id';
+    v_thread pg_catalog.text := checkpoint_append.checkpoint ->> 'threadId';
+    v_parent pg_catalog.text := checkpoint_append.checkpoint ->> 'parentCheckpointId';
     v_head pg_catalog.text;
     v_keys pg_catalog.text[];
 BEGIN
-    IF $6 IS NOT NULL AND NOT isfinite($6) THEN
+    IF checkpoint_append.at IS NOT NULL AND NOT isfinite(checkpoint_append.at) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $6);
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', checkpoint_append.at);
     END IF;
-    v_keys := sandbox_store_internal._checkpoint_check($1);
-    PERFORM sandbox_store_internal._check_writer(v_thread, $3, $4, $5, COALESCE($6, clock_timestamp()));
-    IF EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
+    v_keys := sandbox_store_internal._checkpoint_check(checkpoint_append.checkpoint);
+    PERFORM sandbox_store_internal._check_writer(v_thread, writer_thread_id, checkpoint_append.owner_token, checkpoint_append.fence, COALESCE(checkpoint_append.at, clock_timestamp()));
+    IF EXISTS (SELECT FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
         PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
             'Checkpoints are immutable: an id is appended once.');
     END IF;
-    SELECT h.head_id INTO v_head FROM sandbox_store.checkpoint_heads h
+    SELECT h.head_id INTO v_head FROM ONLY sandbox_store.checkpoint_heads h
      WHERE h.thread_id OPERATOR(pg_catalog.=) v_thread FOR UPDATE;
-    IF v_head IS DISTINCT FROM $2 THEN
+    IF v_head IS DISTINCT FROM expected_head_id THEN
         PERFORM sandbox_store_internal._checkpoint_error('SBC01', format('the head of thread %s is not the expected one', to_jsonb(v_thread)),
-            format('The head is %s; the append expected %s.', COALESCE(to_jsonb(v_head), 'null'), COALESCE(to_jsonb($2), 'null')));
+            format('The head is %s; the append expected %s.', COALESCE(to_jsonb(v_head), 'null'), COALESCE(to_jsonb(expected_head_id), 'null')));
     END IF;
-    IF v_parent IS DISTINCT FROM $2 THEN
+    IF v_parent IS DISTINCT FROM expected_head_id THEN
         PERFORM sandbox_store_internal._checkpoint_error('SBC02', format('the parent of checkpoint %s is not the head', to_jsonb(v_id)),
-            format('Its parent is %s; the head is %s.', COALESCE(to_jsonb(v_parent), 'null'), COALESCE(to_jsonb($2), 'null')));
+            format('Its parent is %s; the head is %s.', COALESCE(to_jsonb(v_parent), 'null'), COALESCE(to_jsonb(expected_head_id), 'null')));
     END IF;
     BEGIN
         INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
-        VALUES (v_id, v_thread, v_parent, ($1 ->> 'createdAt')::pg_catalog.int8, $1, v_keys);
+        VALUES (v_id, v_thread, v_parent, (checkpoint_append.checkpoint ->> 'createdAt')::pg_catalog.int8, checkpoint_append.checkpoint, v_keys);
     EXCEPTION WHEN unique_violation THEN
         PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
             'Checkpoints are immutable: an id is appended once.');

@@ -5,7 +5,7 @@ SET search_path = pg_catalog, pg_temp
 SET row_security = off
 AS $$
 -- (every checkpoint's keys, counted now: no row per blob is written)
-SELECT k.key, pg_catalog.count(*) FROM sandbox_store.checkpoints c, pg_catalog.unnest(c.blob_keys) k(key)
+SELECT k.key, pg_catalog.count(*) FROM ONLY sandbox_store.checkpoints c, pg_catalog.unnest(c.blob_keys) k(key)
  GROUP BY k.key ORDER BY k.key COLLATE "C"
 $$;
 

@@ -16,26 +16,26 @@ DECLARE
     head pg_catalog.text;
     gone record;
 BEGIN
-    IF $6 IS NOT NULL AND NOT isfinite($6) THEN
+    IF checkpoint_delete_head.at IS NOT NULL AND NOT isfinite(checkpoint_delete_head.at) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $6);
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', checkpoint_delete_head.at);
     END IF;
-    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
-    PERFORM sandbox_store_internal._checkpoint_id($2, 'checkpoint id', 1024);
-    PERFORM sandbox_store_internal._check_writer($1, $3, $4, $5, COALESCE($6, clock_timestamp()));
-    SELECT h.head_id INTO head FROM sandbox_store.checkpoint_heads h
-     WHERE h.thread_id OPERATOR(pg_catalog.=) $1 FOR UPDATE;
-    IF head IS DISTINCT FROM $2 THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC04', format('checkpoint %s is not the head of thread %s', to_jsonb($2), to_jsonb($1)),
+    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_delete_head.thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_id, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._check_writer(checkpoint_delete_head.thread_id, writer_thread_id, checkpoint_delete_head.owner_token, checkpoint_delete_head.fence, COALESCE(checkpoint_delete_head.at, clock_timestamp()));
+    SELECT h.head_id INTO head FROM ONLY sandbox_store.checkpoint_heads h
+     WHERE h.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id FOR UPDATE;
+    IF head IS DISTINCT FROM checkpoint_id THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC04', format('checkpoint %s is not the head of thread %s', to_jsonb(checkpoint_id), to_jsonb(checkpoint_delete_head.thread_id)),
             format('The head is %s.', COALESCE(to_jsonb(head), 'null')));
     END IF;
-    DELETE FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $2
+    DELETE FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) checkpoint_id
     RETURNING c.parent_id INTO gone;
     IF gone.parent_id IS NULL THEN
-        DELETE FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $1;
+        DELETE FROM ONLY sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id;
     ELSE
-        UPDATE sandbox_store.checkpoint_heads h SET head_id = gone.parent_id
-         WHERE h.thread_id OPERATOR(pg_catalog.=) $1;
+        UPDATE ONLY sandbox_store.checkpoint_heads h SET head_id = gone.parent_id
+         WHERE h.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id;
     END IF;
     RETURN gone.parent_id;
 END

@@ -20,55 +20,55 @@ DECLARE
     v_keys pg_catalog.text[];
     v_copy pg_catalog.jsonb;
 BEGIN
-    IF $9 IS NOT NULL AND NOT isfinite($9) THEN
+    IF checkpoint_fork.at IS NOT NULL AND NOT isfinite(checkpoint_fork.at) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $9);
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', checkpoint_fork.at);
     END IF;
-    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
-    PERFORM sandbox_store_internal._checkpoint_id($2, 'checkpoint id', 1024);
-    PERFORM sandbox_store_internal._checkpoint_id($3, 'thread id', 1000);
-    PERFORM sandbox_store_internal._checkpoint_id($4, 'checkpoint id', 1024);
-    IF $5 IS NULL OR $5 NOT BETWEEN -8640000000000000 AND 8640000000000000 THEN
+    PERFORM sandbox_store_internal._checkpoint_id(source_thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id(source_checkpoint_id, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._checkpoint_id(destination_thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._checkpoint_id(destination_checkpoint_id, 'checkpoint id', 1024);
+    IF checkpoint_fork.created_at IS NULL OR checkpoint_fork.created_at NOT BETWEEN -8640000000000000 AND 8640000000000000 THEN
         PERFORM sandbox_store_internal._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
     END IF;
-    PERFORM sandbox_store_internal._check_writer($3, $6, $7, $8, COALESCE($9, clock_timestamp()));
-    IF $1 OPERATOR(pg_catalog.=) $3 THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb($1)),
+    PERFORM sandbox_store_internal._check_writer(destination_thread_id, writer_thread_id, checkpoint_fork.owner_token, checkpoint_fork.fence, COALESCE(checkpoint_fork.at, clock_timestamp()));
+    IF source_thread_id OPERATOR(pg_catalog.=) destination_thread_id THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb(source_thread_id)),
             'A fork makes the first checkpoint of another thread.');
     END IF;
     -- (its stored size, read before the checkpoint itself)
     PERFORM sandbox_store_internal._checkpoint_size(pg_column_size(c.checkpoint), 'The source checkpoint')
-       FROM sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) $2;
-    SELECT c.checkpoint, c.blob_keys INTO v_source, v_keys FROM sandbox_store.checkpoints c
-     WHERE c.id OPERATOR(pg_catalog.=) $2;
+       FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) source_checkpoint_id;
+    SELECT c.checkpoint, c.blob_keys INTO v_source, v_keys FROM ONLY sandbox_store.checkpoints c
+     WHERE c.id OPERATOR(pg_catalog.=) source_checkpoint_id;
     IF v_source IS NULL THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC09', format('checkpoint %s does not exist', to_jsonb($2)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC09', format('checkpoint %s does not exist', to_jsonb(source_checkpoint_id)),
             'A fork copies a stored checkpoint.');
     END IF;
-    IF v_source ->> 'threadId' IS DISTINCT FROM $1 THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('checkpoint %s is not a checkpoint of thread %s', to_jsonb($2), to_jsonb($1)),
+    IF v_source ->> 'threadId' IS DISTINCT FROM source_thread_id THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('checkpoint %s is not a checkpoint of thread %s', to_jsonb(source_checkpoint_id), to_jsonb(source_thread_id)),
             format('It belongs to thread %s.', v_source -> 'threadId'));
     END IF;
-    IF EXISTS (SELECT FROM sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) $3)
-       OR EXISTS (SELECT FROM sandbox_store.checkpoints c WHERE c.thread_id OPERATOR(pg_catalog.=) $3) THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC10', format('thread %s already has checkpoints', to_jsonb($3)),
+    IF EXISTS (SELECT FROM ONLY sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) destination_thread_id)
+       OR EXISTS (SELECT FROM ONLY sandbox_store.checkpoints c WHERE c.thread_id OPERATOR(pg_catalog.=) destination_thread_id) THEN
+        PERFORM sandbox_store_internal._checkpoint_error('SBC10', format('thread %s already has checkpoints', to_jsonb(destination_thread_id)),
             'A fork makes the first checkpoint of an empty thread.');
     END IF;
     -- The fork root: the source's files, conversation and artifacts, and
     -- nothing of its save (label, sourceRunId).
-    v_copy := jsonb_build_object('id', $4, 'threadId', $3, 'parentCheckpointId', NULL,
-                                 'createdAt', $5, 'reason', 'fork-root',
+    v_copy := jsonb_build_object('id', destination_checkpoint_id, 'threadId', destination_thread_id, 'parentCheckpointId', NULL,
+                                 'createdAt', checkpoint_fork.created_at, 'reason', 'fork-root',
                                  'files', v_source -> 'files', 'conversation', v_source -> 'conversation',
                                  'artifacts', v_source -> 'artifacts');
     BEGIN
         -- (the same files and artifacts: the same blob keys)
         INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
-        VALUES ($4, $3, NULL, $5, v_copy, v_keys);
+        VALUES (destination_checkpoint_id, destination_thread_id, NULL, checkpoint_fork.created_at, v_copy, v_keys);
     EXCEPTION WHEN unique_violation THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb($4)),
+        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(destination_checkpoint_id)),
             'Checkpoints are immutable: an id is appended once.');
     END;
-    INSERT INTO sandbox_store.checkpoint_heads (thread_id, head_id) VALUES ($3, $4);
+    INSERT INTO sandbox_store.checkpoint_heads (thread_id, head_id) VALUES (destination_thread_id, destination_checkpoint_id);
     RETURN v_copy;
 END
 $$;

@@ -8,11 +8,11 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     -- (the check inline, a simple expression: the read's own cost stays small)
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1000 THEN
-        PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
+    IF checkpoint_list.thread_id IS NULL OR octet_length(checkpoint_list.thread_id) NOT BETWEEN 1 AND 1000 THEN
+        PERFORM sandbox_store_internal._checkpoint_id(checkpoint_list.thread_id, 'thread id', 1000);
     END IF;
-    RETURN QUERY SELECT c.checkpoint FROM sandbox_store.checkpoints c
-                  WHERE c.thread_id OPERATOR(pg_catalog.=) $1
+    RETURN QUERY SELECT c.checkpoint FROM ONLY sandbox_store.checkpoints c
+                  WHERE c.thread_id OPERATOR(pg_catalog.=) checkpoint_list.thread_id
                   ORDER BY c.created_at, c.id COLLATE "C";
 END
 $$;

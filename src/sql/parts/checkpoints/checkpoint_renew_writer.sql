@@ -12,26 +12,26 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 DECLARE
-    now pg_catalog.timestamptz := COALESCE($5, clock_timestamp());
+    now pg_catalog.timestamptz := COALESCE(checkpoint_renew_writer.at, clock_timestamp());
     expires pg_catalog.timestamptz;
 BEGIN
-    PERFORM sandbox_store_internal._checkpoint_id($1, 'thread id', 1000);
-    IF $4 IS NULL OR $4 <= 0 THEN
+    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_renew_writer.thread_id, 'thread id', 1000);
+    IF lease_ms IS NULL OR lease_ms <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', $4);
+            MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', lease_ms);
     END IF;
-    IF $5 IS NOT NULL AND NOT isfinite($5) THEN
+    IF checkpoint_renew_writer.at IS NOT NULL AND NOT isfinite(checkpoint_renew_writer.at) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', $5);
+            MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', checkpoint_renew_writer.at);
     END IF;
-    IF $4 / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + $4 / 1000.0 >= 9224318015999 THEN
+    IF lease_ms / 1000.0 >= 9223372036854 OR extract(epoch FROM now) + lease_ms / 1000.0 >= 9224318015999 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms is too long',
             DETAIL = 'now + lease_ms would be past the latest timestamp PostgreSQL has.';
     END IF;
-    PERFORM sandbox_store_internal._check_writer($1, $1, $2, $3, now);
-    UPDATE ONLY sandbox_store.leases l SET lease_expires_at = now + make_interval(secs => $4 / 1000.0)
-     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key($1)
+    PERFORM sandbox_store_internal._check_writer(checkpoint_renew_writer.thread_id, checkpoint_renew_writer.thread_id, checkpoint_renew_writer.owner_token, checkpoint_renew_writer.fence, now);
+    UPDATE ONLY sandbox_store.leases l SET lease_expires_at = now + make_interval(secs => lease_ms / 1000.0)
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key(checkpoint_renew_writer.thread_id)
     RETURNING l.lease_expires_at INTO expires;
     RETURN expires;
 END

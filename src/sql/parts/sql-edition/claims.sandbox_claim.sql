@@ -13,17 +13,17 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_claim.key IS NULL OR octet_length(sandbox_claim.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_claim.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_claim.key, 'key');
     END IF;
-    IF $2 IS NULL THEN
+    IF lease IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('lease');
     END IF;
-    IF (sandbox_store_internal._check_interval($2, 'lease', true)) IS NULL THEN END IF;
-    IF $3 IS NOT NULL THEN
-        IF (sandbox_store_internal._check_interval($3, 'wait', false)) IS NULL THEN END IF;
+    IF (sandbox_store_internal._check_interval(lease, 'lease', true)) IS NULL THEN END IF;
+    IF wait IS NOT NULL THEN
+        IF (sandbox_store_internal._check_interval(wait, 'wait', false)) IS NULL THEN END IF;
     END IF;
     RETURN QUERY SELECT t.fence, t.owner_token, t.lease_expires_at
-                   FROM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $3, $2) t;
+                   FROM sandbox_store_internal._take(sandbox_claim.key, sandbox_store_internal._lock_id(sandbox_claim.key), wait, lease) t;
 END
 $$;

@@ -9,15 +9,15 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_release.key IS NULL OR octet_length(sandbox_release.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_release.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_release.key, 'key');
     END IF;
-    IF $2 IS NULL THEN
+    IF sandbox_release.owner_token IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('owner_token');
     END IF;
-    IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
+    IF (sandbox_store_internal._lock(sandbox_release.key, sandbox_store_internal._lock_id(sandbox_release.key))) IS NULL THEN END IF;
     UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
-     WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token OPERATOR(pg_catalog.=) $2;
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_release.key AND l.owner_token OPERATOR(pg_catalog.=) sandbox_release.owner_token;
     RETURN FOUND;
 END
 $$;

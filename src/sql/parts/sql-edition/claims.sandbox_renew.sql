@@ -12,23 +12,23 @@ AS $$
 DECLARE
     expires pg_catalog.timestamptz;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_renew.key IS NULL OR octet_length(sandbox_renew.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_renew.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_renew.key, 'key');
     END IF;
-    IF $2 IS NULL THEN
+    IF sandbox_renew.owner_token IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('owner_token');
     END IF;
-    IF $3 IS NULL THEN
+    IF lease IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('lease');
     END IF;
-    IF (sandbox_store_internal._check_interval($3, 'lease', true)) IS NULL THEN END IF;
-    IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
+    IF (sandbox_store_internal._check_interval(lease, 'lease', true)) IS NULL THEN END IF;
+    IF (sandbox_store_internal._lock(sandbox_renew.key, sandbox_store_internal._lock_id(sandbox_renew.key))) IS NULL THEN END IF;
     UPDATE ONLY sandbox_store.leases l
-       SET lease_expires_at = (clock_timestamp() AT TIME ZONE 'UTC' + $3) AT TIME ZONE 'UTC'
-     WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token OPERATOR(pg_catalog.=) $2
+       SET lease_expires_at = (clock_timestamp() AT TIME ZONE 'UTC' + lease) AT TIME ZONE 'UTC'
+     WHERE l.key OPERATOR(pg_catalog.=) sandbox_renew.key AND l.owner_token OPERATOR(pg_catalog.=) sandbox_renew.owner_token
     RETURNING l.lease_expires_at INTO expires;
     IF NOT FOUND THEN
-        PERFORM sandbox_store_internal._claim_lost($1, 'token', 0, 0);
+        PERFORM sandbox_store_internal._claim_lost(sandbox_renew.key, 'token', 0, 0);
     END IF;
     RETURN expires;
 END

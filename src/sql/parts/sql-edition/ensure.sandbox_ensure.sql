@@ -22,33 +22,33 @@ DECLARE
 BEGIN
     -- One condition for the text arguments; when it holds, the checks in
     -- their order (key, run_id, max_age, provider) say which one is bad.
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01')
-       OR $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 OR octet_length($4) NOT BETWEEN 1 AND 1024 THEN
-        IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-            PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_ensure.key IS NULL OR octet_length(sandbox_ensure.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_ensure.key, E'\x01')
+       OR sandbox_ensure.run_id IS NULL OR octet_length(sandbox_ensure.run_id) NOT BETWEEN 1 AND 1024 OR octet_length(sandbox_ensure.provider) NOT BETWEEN 1 AND 1024 THEN
+        IF sandbox_ensure.key IS NULL OR octet_length(sandbox_ensure.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_ensure.key, E'\x01') THEN
+            PERFORM sandbox_store_internal._bad_text(sandbox_ensure.key, 'key');
         END IF;
-        IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 THEN
-            PERFORM sandbox_store_internal._bad_text($2, 'run_id');
+        IF sandbox_ensure.run_id IS NULL OR octet_length(sandbox_ensure.run_id) NOT BETWEEN 1 AND 1024 THEN
+            PERFORM sandbox_store_internal._bad_text(sandbox_ensure.run_id, 'run_id');
         END IF;
-        IF $3 IS NOT NULL THEN
-            IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
+        IF max_age IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval(max_age, 'max_age', false)) IS NULL THEN END IF;
         END IF;
-        PERFORM sandbox_store_internal._bad_text($4, 'provider');
+        PERFORM sandbox_store_internal._bad_text(sandbox_ensure.provider, 'provider');
     END IF;
-    IF $3 IS NOT NULL THEN
-        IF (sandbox_store_internal._check_interval($3, 'max_age', false)) IS NULL THEN END IF;
-        cutoff := sandbox_store_internal._cutoff($3);
+    IF max_age IS NOT NULL THEN
+        IF (sandbox_store_internal._check_interval(max_age, 'max_age', false)) IS NULL THEN END IF;
+        cutoff := sandbox_store_internal._cutoff(max_age);
     END IF;
 
-    IF $5 IS NULL AND $6 IS NULL AND NOT sandbox_store_internal._snapshot_isolation() AND NOT pg_is_in_recovery() THEN
+    IF wait IS NULL AND lease IS NULL AND NOT sandbox_store_internal._snapshot_isolation() AND NOT pg_is_in_recovery() THEN
         -- Lock mode without a wait at READ COMMITTED: _take's first step
         -- here (one call fewer), _take itself only when a claim is found.
         BEGIN
-            IF (pg_advisory_xact_lock(sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
+            IF (pg_advisory_xact_lock(sandbox_store_internal._lock_id(sandbox_ensure.key))) IS NULL THEN END IF;
             SELECT l.fence, l.lease_expires_at OPERATOR(pg_catalog.>) clock_timestamp()
               INTO c_fence, c_live
               FROM ONLY sandbox_store.leases l
-             WHERE l.key OPERATOR(pg_catalog.=) $1 AND l.owner_token IS NOT NULL;
+             WHERE l.key OPERATOR(pg_catalog.=) sandbox_ensure.key AND l.owner_token IS NOT NULL;
             IF c_live THEN
                 -- Give the lock back (the subtransaction's rollback does).
                 RAISE EXCEPTION USING ERRCODE = 'SBW01';
@@ -56,37 +56,37 @@ BEGIN
         EXCEPTION WHEN SQLSTATE 'SBW01' THEN
             c_live := true;
         END;
-        IF c_fence IS NOT NULL AND (c_live OR NOT sandbox_store_internal._retire($1)) THEN
-            c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
+        IF c_fence IS NOT NULL AND (c_live OR NOT sandbox_store_internal._retire(sandbox_ensure.key)) THEN
+            c := sandbox_store_internal._take(sandbox_ensure.key, sandbox_store_internal._lock_id(sandbox_ensure.key), NULL, NULL);
         END IF;
     ELSE
-        IF $5 IS NOT NULL THEN
-            IF (sandbox_store_internal._check_interval($5, 'wait', false)) IS NULL THEN END IF;
+        IF wait IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval(wait, 'wait', false)) IS NULL THEN END IF;
         END IF;
-        IF $6 IS NOT NULL THEN
-            IF (sandbox_store_internal._check_interval($6, 'lease', true)) IS NULL THEN END IF;
+        IF lease IS NOT NULL THEN
+            IF (sandbox_store_internal._check_interval(lease, 'lease', true)) IS NULL THEN END IF;
         END IF;
-        c := sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $5, $6);
+        c := sandbox_store_internal._take(sandbox_ensure.key, sandbox_store_internal._lock_id(sandbox_ensure.key), wait, lease);
     END IF;
 
     UPDATE ONLY sandbox_store.instances i
-       SET latest_run_id = $2, updated_at = GREATEST(i.updated_at, now())
-     WHERE i.key OPERATOR(pg_catalog.=) $1
+       SET latest_run_id = sandbox_ensure.run_id, updated_at = GREATEST(i.updated_at, now())
+     WHERE i.key OPERATOR(pg_catalog.=) sandbox_ensure.key
        AND (cutoff IS NULL OR i.updated_at OPERATOR(pg_catalog.>=) cutoff)
-       AND ($4 IS NULL OR i.provider OPERATOR(pg_catalog.=) $4)
+       AND (sandbox_ensure.provider IS NULL OR i.provider OPERATOR(pg_catalog.=) sandbox_ensure.provider)
     RETURNING i.* INTO r;
     IF FOUND THEN
         res.action := 'resume';
     ELSE
         IF sandbox_store_internal._snapshot_isolation() THEN
-            r := sandbox_store_internal._current_record($1);
+            r := sandbox_store_internal._current_record(sandbox_ensure.key);
         ELSE
-            SELECT i.* INTO r FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) $1;
+            SELECT i.* INTO r FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) sandbox_ensure.key;
         END IF;
         res.action := CASE WHEN r.key IS NULL THEN 'create' ELSE 'recreate' END;
         -- Lock mode in autocommit: the lock ends with the statement.  (A
         -- procedure or DO block holds it until its own COMMIT.)
-        IF $6 IS NULL AND transaction_timestamp() OPERATOR(pg_catalog.=) statement_timestamp()
+        IF lease IS NULL AND transaction_timestamp() OPERATOR(pg_catalog.=) statement_timestamp()
            AND current_query() !~* '^\s*(call|do)\M' THEN
             RAISE WARNING USING
                 MESSAGE = format('sandbox_ensure returned "%s" outside a transaction block', res.action),
@@ -94,7 +94,7 @@ BEGIN
                 HINT = 'Call sandbox_ensure after BEGIN (or in a procedure) and upsert the new record before COMMIT, or pass a lease.';
         END IF;
     END IF;
-    IF $6 IS NULL THEN    -- lock mode: no claim (c is not set on the path above)
+    IF lease IS NULL THEN    -- lock mode: no claim (c is not set on the path above)
         RETURN NEXT ROW(res.action, r.key, r.provider, r.provider_sandbox_id, r.latest_snapshot_id, r.thread_id,
                         r.latest_run_id, r.updated_at, NULL, NULL, NULL)::sandbox_store.ensure_result;
     ELSE

@@ -9,12 +9,12 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_lock.key IS NULL OR octet_length(sandbox_lock.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_lock.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_lock.key, 'key');
     END IF;
-    IF $2 IS NOT NULL THEN
-        IF (sandbox_store_internal._check_interval($2, 'wait', false)) IS NULL THEN END IF;
+    IF wait IS NOT NULL THEN
+        IF (sandbox_store_internal._check_interval(wait, 'wait', false)) IS NULL THEN END IF;
     END IF;
-    PERFORM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), $2, NULL);
+    PERFORM sandbox_store_internal._take(sandbox_lock.key, sandbox_store_internal._lock_id(sandbox_lock.key), wait, NULL);
 END
 $$;

@@ -9,17 +9,17 @@ AS $$
 DECLARE
     holder pg_catalog.int4;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_lock_holder.key IS NULL OR octet_length(sandbox_lock_holder.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_lock_holder.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_lock_holder.key, 'key');
     END IF;
     IF pg_is_in_recovery() THEN
         RAISE EXCEPTION USING ERRCODE = 'read_only_sql_transaction',
-            MESSAGE = format('cannot report the holder of sandbox key "%s" on a standby', $1),
+            MESSAGE = format('cannot report the holder of sandbox key "%s" on a standby', sandbox_lock_holder.key),
             DETAIL = 'The key''s lock is held on the primary, whose locks a standby cannot see.',
             HINT = 'Connect to the primary.';
     END IF;
     SELECT COALESCE(k.pid, 0) INTO holder FROM sandbox_store.key_locks k
-     WHERE k.lock_id OPERATOR(pg_catalog.=) sandbox_store_internal._lock_id($1) AND k.granted
+     WHERE k.lock_id OPERATOR(pg_catalog.=) sandbox_store_internal._lock_id(sandbox_lock_holder.key) AND k.granted
      LIMIT 1;
     RETURN holder;
 END

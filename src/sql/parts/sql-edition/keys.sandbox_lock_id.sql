@@ -4,9 +4,9 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_lock_id.key IS NULL OR octet_length(sandbox_lock_id.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_lock_id.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_lock_id.key, 'key');
     END IF;
-    RETURN sandbox_store_internal._lock_id($1);
+    RETURN sandbox_store_internal._lock_id(sandbox_lock_id.key);
 END
 $$;

@@ -7,9 +7,9 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_try_lock.key IS NULL OR octet_length(sandbox_try_lock.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_try_lock.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_try_lock.key, 'key');
     END IF;
-    RETURN sandbox_store_internal._try_take($1, sandbox_store_internal._lock_id($1));
+    RETURN sandbox_store_internal._try_take(sandbox_try_lock.key, sandbox_store_internal._lock_id(sandbox_try_lock.key));
 END
 $$;

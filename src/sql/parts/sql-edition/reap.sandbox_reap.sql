@@ -14,21 +14,21 @@ DECLARE
     candidate pg_catalog.text;
     r sandbox_store.instances;
 BEGIN
-    IF $1 IS NULL THEN
+    IF idle_for IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('idle_for');
     END IF;
-    IF (sandbox_store_internal._check_interval($1, 'idle_for', false)) IS NULL THEN END IF;
-    cutoff := sandbox_store_internal._cutoff($1);
-    IF $2 IS NULL THEN
+    IF (sandbox_store_internal._check_interval(idle_for, 'idle_for', false)) IS NULL THEN END IF;
+    cutoff := sandbox_store_internal._cutoff(idle_for);
+    IF max_rows IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('max_rows');
     END IF;
-    IF $2 <= 0 THEN
+    IF max_rows <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'max_rows must be positive',
-            DETAIL = format('The value given is %s.', $2);
+            DETAIL = format('The value given is %s.', max_rows);
     END IF;
     FOR candidate IN SELECT sandbox_store_internal._reap_candidates(cutoff) LOOP
-        EXIT WHEN reaped >= $2;
+        EXIT WHEN reaped >= max_rows;
         CONTINUE WHEN NOT sandbox_store_internal._try_take(candidate, sandbox_store_internal._lock_id(candidate));
         PERFORM FROM ONLY sandbox_store.instances i
           WHERE i.key OPERATOR(pg_catalog.=) candidate AND i.updated_at OPERATOR(pg_catalog.<) cutoff

@@ -11,22 +11,22 @@ AS $$
 DECLARE
     deleted boolean;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_delete.key IS NULL OR octet_length(sandbox_delete.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_delete.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_delete.key, 'key');
     END IF;
-    IF $2 <= 0 THEN
-        PERFORM sandbox_store_internal._check_fence_arg($2);
+    IF sandbox_delete.fence <= 0 THEN
+        PERFORM sandbox_store_internal._check_fence_arg(sandbox_delete.fence);
     END IF;
-    IF $2 IS NOT NULL THEN
-        IF (sandbox_store_internal._lock($1, sandbox_store_internal._lock_id($1))) IS NULL THEN END IF;
-        IF (sandbox_store_internal._check_fence($1, $2)) IS NULL THEN END IF;
+    IF sandbox_delete.fence IS NOT NULL THEN
+        IF (sandbox_store_internal._lock(sandbox_delete.key, sandbox_store_internal._lock_id(sandbox_delete.key))) IS NULL THEN END IF;
+        IF (sandbox_store_internal._check_fence(sandbox_delete.key, sandbox_delete.fence)) IS NULL THEN END IF;
     ELSE
-        PERFORM sandbox_store_internal._take($1, sandbox_store_internal._lock_id($1), NULL, NULL);
+        PERFORM sandbox_store_internal._take(sandbox_delete.key, sandbox_store_internal._lock_id(sandbox_delete.key), NULL, NULL);
     END IF;
-    DELETE FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) $1;
+    DELETE FROM ONLY sandbox_store.instances i WHERE i.key OPERATOR(pg_catalog.=) sandbox_delete.key;
     deleted := FOUND;
     IF NOT deleted AND sandbox_store_internal._snapshot_isolation() THEN
-        PERFORM sandbox_store_internal._current_record($1);
+        PERFORM sandbox_store_internal._current_record(sandbox_delete.key);
     END IF;
     RETURN deleted;
 END

@@ -7,11 +7,11 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'thread_id');
+    IF sandbox_list.thread_id IS NULL OR octet_length(sandbox_list.thread_id) NOT BETWEEN 1 AND 1024 THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_list.thread_id, 'thread_id');
     END IF;
     RETURN QUERY SELECT i.* FROM ONLY sandbox_store.instances i
-                  WHERE i.thread_id OPERATOR(pg_catalog.=) $1
+                  WHERE i.thread_id OPERATOR(pg_catalog.=) sandbox_list.thread_id
                   ORDER BY i.updated_at DESC, i.key;
 END
 $$;

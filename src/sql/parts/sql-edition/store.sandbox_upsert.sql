@@ -17,23 +17,23 @@ AS $$
 DECLARE
     r sandbox_store.instances;
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_upsert.key IS NULL OR octet_length(sandbox_upsert.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_upsert.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_upsert.key, 'key');
     END IF;
-    IF $2 IS NULL OR octet_length($2) NOT BETWEEN 1 AND 1024 OR $3 IS NULL OR octet_length($3) NOT BETWEEN 1 AND 1024
-       OR $4 IS NULL OR octet_length($4) NOT BETWEEN 1 AND 1024 OR octet_length($5) NOT BETWEEN 1 AND 1024
-       OR octet_length($6) NOT BETWEEN 1 AND 1024 OR $7 IS NULL OR NOT isfinite($7) THEN
-        PERFORM sandbox_store_internal._check_record_args($2, $3, $4, $5, $6, $7);
+    IF sandbox_upsert.provider IS NULL OR octet_length(sandbox_upsert.provider) NOT BETWEEN 1 AND 1024 OR sandbox_upsert.provider_sandbox_id IS NULL OR octet_length(sandbox_upsert.provider_sandbox_id) NOT BETWEEN 1 AND 1024
+       OR sandbox_upsert.thread_id IS NULL OR octet_length(sandbox_upsert.thread_id) NOT BETWEEN 1 AND 1024 OR octet_length(sandbox_upsert.latest_snapshot_id) NOT BETWEEN 1 AND 1024
+       OR octet_length(sandbox_upsert.latest_run_id) NOT BETWEEN 1 AND 1024 OR sandbox_upsert.updated_at IS NULL OR NOT isfinite(sandbox_upsert.updated_at) THEN
+        PERFORM sandbox_store_internal._check_record_args(sandbox_upsert.provider, sandbox_upsert.provider_sandbox_id, sandbox_upsert.thread_id, sandbox_upsert.latest_snapshot_id, sandbox_upsert.latest_run_id, sandbox_upsert.updated_at);
     END IF;
-    IF $8 <= 0 THEN
-        PERFORM sandbox_store_internal._check_fence_arg($8);
+    IF sandbox_upsert.fence <= 0 THEN
+        PERFORM sandbox_store_internal._check_fence_arg(sandbox_upsert.fence);
     END IF;
-    IF $8 IS NULL AND NOT sandbox_store_internal._snapshot_isolation() THEN
+    IF sandbox_upsert.fence IS NULL AND NOT sandbox_store_internal._snapshot_isolation() THEN
         -- _upsert without a fence at READ COMMITTED (no lock): here, one
         -- call fewer.
         INSERT INTO sandbox_store.instances AS i
                (key, provider, provider_sandbox_id, latest_snapshot_id, thread_id, latest_run_id, updated_at)
-        VALUES ($1, $2, $3, $5, $4, $6, $7)
+        VALUES (sandbox_upsert.key, sandbox_upsert.provider, sandbox_upsert.provider_sandbox_id, sandbox_upsert.latest_snapshot_id, sandbox_upsert.thread_id, sandbox_upsert.latest_run_id, sandbox_upsert.updated_at)
         ON CONFLICT ON CONSTRAINT instances_pkey DO UPDATE SET
                provider = EXCLUDED.provider,
                provider_sandbox_id = EXCLUDED.provider_sandbox_id,
@@ -44,6 +44,6 @@ BEGIN
         RETURNING i.* INTO r;
         RETURN r;
     END IF;
-    RETURN sandbox_store_internal._upsert($1, $8, false, $2, $3, $4, $5, $6, $7);
+    RETURN sandbox_store_internal._upsert(sandbox_upsert.key, sandbox_upsert.fence, false, sandbox_upsert.provider, sandbox_upsert.provider_sandbox_id, sandbox_upsert.thread_id, sandbox_upsert.latest_snapshot_id, sandbox_upsert.latest_run_id, sandbox_upsert.updated_at);
 END
 $$;

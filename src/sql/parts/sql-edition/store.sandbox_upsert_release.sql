@@ -15,20 +15,20 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF $1 IS NULL OR octet_length($1) NOT BETWEEN 1 AND 1024 OR starts_with($1, E'\x01') THEN
-        PERFORM sandbox_store_internal._bad_text($1, 'key');
+    IF sandbox_upsert_release.key IS NULL OR octet_length(sandbox_upsert_release.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_upsert_release.key, E'\x01') THEN
+        PERFORM sandbox_store_internal._bad_text(sandbox_upsert_release.key, 'key');
     END IF;
-    IF $2 IS NULL THEN
+    IF sandbox_upsert_release.fence IS NULL THEN
         PERFORM sandbox_store_internal._null_arg('fence');
     END IF;
-    IF $2 <= 0 THEN
-        PERFORM sandbox_store_internal._check_fence_arg($2);
+    IF sandbox_upsert_release.fence <= 0 THEN
+        PERFORM sandbox_store_internal._check_fence_arg(sandbox_upsert_release.fence);
     END IF;
-    IF $3 IS NULL OR octet_length($3) NOT BETWEEN 1 AND 1024 OR $4 IS NULL OR octet_length($4) NOT BETWEEN 1 AND 1024
-       OR $5 IS NULL OR octet_length($5) NOT BETWEEN 1 AND 1024 OR octet_length($6) NOT BETWEEN 1 AND 1024
-       OR octet_length($7) NOT BETWEEN 1 AND 1024 OR $8 IS NULL OR NOT isfinite($8) THEN
-        PERFORM sandbox_store_internal._check_record_args($3, $4, $5, $6, $7, $8);
+    IF sandbox_upsert_release.provider IS NULL OR octet_length(sandbox_upsert_release.provider) NOT BETWEEN 1 AND 1024 OR sandbox_upsert_release.provider_sandbox_id IS NULL OR octet_length(sandbox_upsert_release.provider_sandbox_id) NOT BETWEEN 1 AND 1024
+       OR sandbox_upsert_release.thread_id IS NULL OR octet_length(sandbox_upsert_release.thread_id) NOT BETWEEN 1 AND 1024 OR octet_length(sandbox_upsert_release.latest_snapshot_id) NOT BETWEEN 1 AND 1024
+       OR octet_length(sandbox_upsert_release.latest_run_id) NOT BETWEEN 1 AND 1024 OR sandbox_upsert_release.updated_at IS NULL OR NOT isfinite(sandbox_upsert_release.updated_at) THEN
+        PERFORM sandbox_store_internal._check_record_args(sandbox_upsert_release.provider, sandbox_upsert_release.provider_sandbox_id, sandbox_upsert_release.thread_id, sandbox_upsert_release.latest_snapshot_id, sandbox_upsert_release.latest_run_id, sandbox_upsert_release.updated_at);
     END IF;
-    RETURN sandbox_store_internal._upsert($1, $2, true, $3, $4, $5, $6, $7, $8);
+    RETURN sandbox_store_internal._upsert(sandbox_upsert_release.key, sandbox_upsert_release.fence, true, sandbox_upsert_release.provider, sandbox_upsert_release.provider_sandbox_id, sandbox_upsert_release.thread_id, sandbox_upsert_release.latest_snapshot_id, sandbox_upsert_release.latest_run_id, sandbox_upsert_release.updated_at);
 END
 $$;
