@@ -12,6 +12,7 @@ packages=(
   postgresql-15                     # server, initdb, pg_ctl, psql, pgbench
   postgresql-server-dev-15          # PGXS, pg_regress, pg_isolation_regress, Perl test modules
   postgresql-15-pgtap               # pgTAP
+  postgresql-15-plpgsql-check       # plpgsql_check: the regression test plpgsql_check (16 and later: skipped)
   libtap-parser-sourcehandler-pgtap-perl  # pg_prove
   libipc-run-perl                   # PostgreSQL::Test::Cluster (Perl TAP)
   util-linux                        # runuser
