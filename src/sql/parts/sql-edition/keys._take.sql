@@ -13,7 +13,8 @@ DECLARE
     started pg_catalog.timestamptz := clock_timestamp();
     deadline pg_catalog.timestamptz;    -- NULL: no bound
     by_lock_timeout boolean;
-    lock_timeout_ms pg_catalog.int8;
+    lock_timeout_read boolean := false;
+    lock_timeout_end pg_catalog.timestamptz;
     p record;
     ms_left pg_catalog.int8;
     delay_ms pg_catalog.int4;
@@ -63,12 +64,11 @@ BEGIN
     -- Without a wait, lock_timeout matters only once a claim is in the way
     -- (PostgreSQL's own wait for the lock ends with it): read it there.
     IF wait IS NOT NULL THEN
-        lock_timeout_ms := (extract(epoch FROM current_setting('lock_timeout')::pg_catalog.interval) * 1000)::pg_catalog.int8;
-        IF lock_timeout_ms > 0 THEN
-            IF deadline IS NULL OR started + make_interval(secs => lock_timeout_ms / 1000.0) < deadline THEN
-                deadline := started + make_interval(secs => lock_timeout_ms / 1000.0);
-                by_lock_timeout := true;
-            END IF;
+        lock_timeout_read := true;
+        lock_timeout_end := sandbox_store_internal._lock_timeout_deadline(started);
+        IF lock_timeout_end IS NOT NULL AND (deadline IS NULL OR lock_timeout_end < deadline) THEN
+            deadline := lock_timeout_end;
+            by_lock_timeout := true;
         END IF;
     END IF;
 
@@ -168,12 +168,11 @@ BEGIN
         END IF;
 
         -- A live claim holds the key: wait for it, backing off.
-        IF wait IS NULL AND lock_timeout_ms IS NULL THEN
-            lock_timeout_ms := (extract(epoch FROM current_setting('lock_timeout')::pg_catalog.interval) * 1000)::pg_catalog.int8;
-            IF lock_timeout_ms > 0 THEN
-                deadline := started + make_interval(secs => lock_timeout_ms / 1000.0);
-                by_lock_timeout := true;
-            END IF;
+        -- (without a wait, deadline is NULL until here)
+        IF wait IS NULL AND NOT lock_timeout_read THEN
+            lock_timeout_read := true;
+            deadline := sandbox_store_internal._lock_timeout_deadline(started);
+            by_lock_timeout := deadline IS NOT NULL;
         END IF;
         IF deadline IS NOT NULL AND clock_timestamp() >= deadline THEN
             PERFORM sandbox_store_internal._not_obtained(k, wait, by_lock_timeout, c_fence, c_until);
