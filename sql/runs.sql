@@ -203,6 +203,7 @@ SELECT q, pg_temp.why(q) FROM (VALUES
   ($$SELECT sandbox_store.run_log_upsert('L2', '{1, 2}', '[{}]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', NULL, '[{}]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', '{0}', '[{}]')$$),
+  ($$SELECT sandbox_store.run_log_upsert('L2', '{9007199254740992}', '[{}]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', '{NULL}', '[{}]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', '{1}', '["x"]')$$),
   ($$SELECT sandbox_store.run_log_close('', 1)$$),

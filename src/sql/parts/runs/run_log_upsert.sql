@@ -39,9 +39,13 @@ BEGIN
             format('seqs pairs one seq with each chunk: %s seqs were given for %s chunks.',
                    COALESCE(cardinality(run_log_upsert.seqs)::pg_catalog.text, 'no'), n));
     END IF;
-    IF EXISTS (SELECT FROM unnest(run_log_upsert.seqs) s WHERE s IS NULL OR s OPERATOR(pg_catalog.<) 1) THEN
+    -- (at most 2^53 - 1: an offset's position is a JavaScript number, and
+    -- the log's tail must stay far from bigint's end, or no append could
+    -- follow)
+    IF EXISTS (SELECT FROM unnest(run_log_upsert.seqs) s
+                WHERE s IS NULL OR s OPERATOR(pg_catalog.<) 1 OR s OPERATOR(pg_catalog.>) 9007199254740991) THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid seqs',
-            'A seq is a whole number, 1 or more; seqs has a NULL or a smaller one.');
+            'A seq is a whole number from 1 to 9007199254740991; seqs has a NULL, a smaller or a larger one.');
     END IF;
     IF run_log_upsert.epoch OPERATOR(pg_catalog.<) 1 THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
