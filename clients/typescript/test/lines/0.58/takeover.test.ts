@@ -63,6 +63,21 @@ async function startServer(args: Record<string, unknown>): Promise<Server> {
   return { child, port, lines, stderr: () => err };
 }
 
+/**
+ * The run's record once its driver wrote a status other than running: the
+ * driver closes the log, then writes the status, so a reader that saw the
+ * log end may look before that write (at most 10 s).
+ */
+async function finishedRecord(runId: string) {
+  const runs = createRunStore(pool);
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const record = await runs.get(runId);
+    if (record?.status !== 'running' || Date.now() > deadline) return record;
+    await sleep(20);
+  }
+}
+
 function stop(server: Server): void {
   if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
 }
@@ -191,7 +206,7 @@ test('A is killed (kill -9) mid-stream; the reader reconnects to B with Last-Eve
       'the read on B',
     );
     await checkRun(runId, events);
-    const record = await createRunStore(pool).get(runId);
+    const record = await finishedRecord(runId);
     assert.equal(record?.status, 'completed');
     assert.equal(record?.driverEpoch, 1);
     assert.ok(
@@ -248,7 +263,7 @@ test("A is paused (SIGSTOP) past its claim; B takes over once A's lease ran out;
     assert.ok(waited >= leaseMs - leaseMs / 3 - 50, `B waited for A's lease (${waited} ms)`);
     await checkRun(runId, events);
     const runs = createRunStore(pool);
-    const byB = await runs.get(runId);
+    const byB = await finishedRecord(runId);
     assert.equal(byB?.status, 'completed');
     assert.equal(byB?.driverEpoch, 2, "the run is B's (epoch 2)");
     assert.ok(
