@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.4.1 -> 1.5) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.4.1 -> 1.5 -> 1.5.1) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
@@ -501,3 +501,37 @@ SELECT id, array_length(blob_keys, 1) AS keys FROM sandbox_store.checkpoints ORD
 SELECT sandbox_store.checkpoint_delete_head('t-up', 'u2', 't-up', owner_token, fence) FROM up_w;
 SELECT sandbox_store.checkpoint_append(pg_temp.up_cp('u3', 'u1', '3', '1'), 'u1', 't-up', owner_token, fence) FROM up_w;
 SELECT left(key, 24) AS key, refs FROM sandbox_store.checkpoint_blob_references();
+
+--
+-- 1.5 -> 1.5.1 (run_log_append in C).  A log written at 1.5 by a claimed
+-- run's driver, and the app role's grant: after the update the function is
+-- C, the grant and comment are kept, the next append continues the seqs
+-- under the same epoch, and a stale epoch is still refused.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.5';
+CREATE ROLE regress_sb_up_runs;
+SELECT sandbox_store.run_create_or_resume('up-run', 'up-thread', 1767225600000) IS NOT NULL AS created,
+       sandbox_store.run_claim('up-run') AS epoch;
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 1}, {"n": 2}]', 1) AS at_1_5;
+GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_runs;
+GRANT EXECUTE ON FUNCTION sandbox_store.run_log_append(text, jsonb, int8) TO regress_sb_up_runs;
+SELECT l.lanname, p.prosecdef FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+ WHERE p.oid = 'sandbox_store.run_log_append(text, jsonb, int8)'::regprocedure;
+ALTER EXTENSION sandbox_store UPDATE TO '1.5.1';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT l.lanname, p.prosecdef, p.proconfig,
+       has_function_privilege('regress_sb_up_runs', p.oid, 'EXECUTE') AS app_may,
+       obj_description(p.oid, 'pg_proc') IS NOT NULL AS has_comment
+  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+ WHERE p.oid = 'sandbox_store.run_log_append(text, jsonb, int8)'::regprocedure;
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 3}]', 1) AS at_1_5_1;
+SET ROLE regress_sb_up_runs;
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 4}]', 1) AS as_app;
+RESET ROLE;
+\set VERBOSITY sqlstate
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 5}]', 2);
+\set VERBOSITY default
+SELECT seq, chunk FROM sandbox_store.run_log_read('up-run', 0, 10);
+DROP OWNED BY regress_sb_up_runs;
+DROP ROLE regress_sb_up_runs;

@@ -14,6 +14,8 @@
  *					(sandbox_lock, _try_lock, _claim, _renew, _release)
  *	  checkpoint_check.c	the check of a checkpoint before it is appended, and its
  *					blob keys (sandbox_store_internal._checkpoint_check)
+ *	  run_log.c		a run's log append, fenced by the driver epoch
+ *					(run_log_append; the C edition's, the rest of the runs is SQL)
  *	  taking a key
  *	  take.c		waits, claims in the way, 55P03, the lock's scope
  *	  tables and locks

@@ -38,8 +38,14 @@ my $old = "$root/test/upgrade/sql-edition-1.4";
 my ($plain) = grep { !/pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
 my ($tle_script) = glob("$root/dist/sandbox_store-[0-9]*-pg_tle.sql");
 my $plain_update = "$root/dist/sandbox_store--1.4--1.4.1.sql";
-# (then the updates from 1.4.1 on to the current version, one after the other)
-my @later_updates = sort { $a cmp $b } glob("$root/dist/sandbox_store--1.4.1--*.sql");
+# (then the updates from 1.4.1 on to the current version, one after the
+# other: each one's target is the next one's source)
+my @later_updates;
+for (my $from = '1.4.1'; my ($next) = glob("$root/dist/sandbox_store--$from--*.sql");)
+{
+	push @later_updates, $next;
+	($from) = $next =~ /--\Q$from\E--([0-9.]+)\.sql$/;
+}
 BAIL_OUT('no SQL edition in dist/: run make sql-edition')
   unless defined $plain && defined $tle_script && -f $plain_update;
 my ($version) = $plain =~ /sandbox_store-([0-9.]+)\.sql$/;

@@ -112,3 +112,17 @@ CREATE FUNCTION sandbox_store.sandbox_lock_holder(key pg_catalog.text)
 RETURNS pg_catalog.int4
 AS 'MODULE_PATHNAME', 'sandbox_lock_holder_v1_4_1'
 LANGUAGE C VOLATILE;
+
+-- A run's log append, the hot path of a durable run (1.5.1; run_log.c).
+-- The SQL edition's is PL/pgSQL (parts/run-log-append-sql.sql), with the
+-- same checks and messages.  row_security is pinned as the SQL edition
+-- pins it: forced on a run table, the statements fail (42501) instead of
+-- being filtered by a policy.
+CREATE FUNCTION sandbox_store.run_log_append(
+    run_id pg_catalog.text,
+    chunks pg_catalog.jsonb,
+    epoch pg_catalog.int8 DEFAULT NULL)
+RETURNS pg_catalog.int8[]
+AS 'MODULE_PATHNAME', 'sandbox_run_log_append_v1_5_1'
+LANGUAGE C VOLATILE
+SET row_security = off;

@@ -1,3 +1,5 @@
+-- The SQL edition's run_log_append (the C edition's is C: src/run_log.c,
+-- the same checks, order and messages; its comment is in comments.sql).
 -- The hot path: append chunks to the log of run_id as its next entries, in
 -- few statements: the log row's upsert (which locks it: appenders of one
 -- run are serialized and commit in seq order) returning the seq before them
@@ -73,19 +75,18 @@ BEGIN
             format('Its status is %s: its log takes no more entries.  Nothing was changed.', v_status));
     END IF;
 
-    -- The entries, and their seqs as the result, in one statement.
-    WITH entries AS (
-        INSERT INTO sandbox_store.run_log_entries (run_id, seq, chunk)
-        SELECT run_log_append.run_id, v_last OPERATOR(pg_catalog.+) x.i, x.c
-          FROM jsonb_array_elements(run_log_append.chunks) WITH ORDINALITY x(c, i)
-        RETURNING seq)
-    SELECT array_agg(e.seq ORDER BY e.seq) INTO v_seqs FROM entries e;
+    -- The entries; their seqs, the result, are counted (cheaper than
+    -- returning them from the insert and aggregating them).
+    INSERT INTO sandbox_store.run_log_entries (run_id, seq, chunk)
+    SELECT run_log_append.run_id, v_last OPERATOR(pg_catalog.+) x.i, x.c
+      FROM jsonb_array_elements(run_log_append.chunks) WITH ORDINALITY x(c, i);
+    v_seqs := '{}';
+    FOR i IN 1 .. n LOOP
+        v_seqs[i] := v_last + i;
+    END LOOP;
     IF v_watched THEN
         PERFORM pg_notify('sandbox_store_run_log', run_log_append.run_id);
     END IF;
     RETURN v_seqs;
 END
 $$;
-
-COMMENT ON FUNCTION sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8) IS
-'Append chunks (a JSON array of JSON objects) to the run''s log as its next entries and return their seqs, in order; the log is created by its first write. Fenced like every log write (SB001 for a stale epoch, or none once a driver claimed the run); SBR02 if the log is closed or the run finished. Notifies channel sandbox_store_run_log with the run id if a reader watches the log (run_log_watch).';

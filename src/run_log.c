@@ -1,0 +1,354 @@
+/*-------------------------------------------------------------------------
+ *
+ * run_log.c
+ *	  The C edition's run_log_append: chunks appended to a run's log as its
+ *	  next entries, fenced by the run's driver epoch.
+ *
+ * The rest of the runs and their logs is SQL (src/sql/parts/runs/); the SQL
+ * edition's run_log_append is PL/pgSQL of the same contract
+ * (src/sql/parts/run-log-append-sql.sql).  This one is C because the
+ * append is the hot path of a durable run and a benchmark shows the
+ * difference (BENCHMARKS.md, "Run logs"): the checks read the jsonb once,
+ * the three statements are prepared once per backend, and the seqs are
+ * counted rather than returned by the insert.  The checks, their order and
+ * every message are the PL/pgSQL function's, as docs/reference.md
+ * documents them; both editions run the same tests.
+ *
+ * The protocol (docs/reference.md, "The driver epoch"): the log row's
+ * upsert locks the row (appenders of one run are serialized, and run_claim
+ * takes that lock before it raises the epoch), then the runs row is read
+ * with a new snapshot, so a claim committed before the lock is seen and one
+ * after it waits for this transaction.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "sandbox_store.h"
+
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "fmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+
+/* SQLSTATE SBR02: the run is finished or its log is closed. */
+#define ERRCODE_SB_RUN_FINISHED MAKE_SQLSTATE('S', 'B', 'R', '0', '2')
+
+/* The channel a watched log's writes notify (run_log_watch). */
+#define RUN_LOG_CHANNEL "sandbox_store_run_log"
+
+/*
+ * The log row, locked and its tail moved past n entries; returns the seq
+ * before them, whether the log is closed and whether a reader watches it.
+ */
+static SbStatement upsert_log = {
+	"INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)"
+	" VALUES ($1, $2, pg_catalog.clock_timestamp())"
+	" ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE"
+	" SET last_seq = l.last_seq OPERATOR(pg_catalog.+) EXCLUDED.last_seq,"
+	" updated_at = EXCLUDED.updated_at"
+	" RETURNING l.last_seq OPERATOR(pg_catalog.-) $2 AS last_before,"
+	" l.closed_at IS NOT NULL AS closed, l.watched",
+	2,
+	{TEXTOID, INT8OID},
+	SPI_OK_INSERT_RETURNING,
+	NULL};
+#define Anum_upsert_last_before 1
+#define Anum_upsert_closed      2
+#define Anum_upsert_watched     3
+
+/* The run's status and driver epoch (no row: no record). */
+static SbStatement read_run = {"SELECT r.status, r.driver_epoch FROM ONLY sandbox_store.runs r"
+							   " WHERE r.run_id OPERATOR(pg_catalog.=) $1",
+							   1,
+							   {TEXTOID},
+							   SPI_OK_SELECT,
+							   NULL};
+#define Anum_run_status       1
+#define Anum_run_driver_epoch 2
+
+/* The entries at seqs $2 + 1, $2 + 2, ... in the array's order. */
+static SbStatement insert_entries = {
+	"INSERT INTO sandbox_store.run_log_entries (run_id, seq, chunk)"
+	" SELECT $1, $2 OPERATOR(pg_catalog.+) x.i, x.c"
+	" FROM pg_catalog.jsonb_array_elements($3) WITH ORDINALITY x(c, i)",
+	3,
+	{TEXTOID, INT8OID, JSONBOID},
+	SPI_OK_INSERT,
+	NULL};
+
+SB_NORETURN_BEFORE static void report_invalid_run_id(const text *run_id) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE static void report_not_an_array(const Jsonb *chunks) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE static void report_not_an_object(void) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE static void report_invalid_epoch(int64 epoch) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE static void report_stale_epoch(const text *run_id, bool given, int64 epoch,
+												  bool has_record, bool claimed,
+												  int64 current) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE static void report_log_closed(const text *run_id) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE static void report_run_finished(const text *run_id,
+												   const char *status) SB_NORETURN_AFTER;
+
+/* A run id as to_jsonb writes it (a JSON string). */
+static char *
+json_id(const text *run_id)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	escape_json(&buf, text_to_cstring(run_id));
+	return buf.data;
+}
+
+/* 22023: the run id is missing, empty or longer than 1024 bytes. */
+static void
+report_invalid_run_id(const text *run_id)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid run id"),
+		 run_id == NULL
+			 ? errdetail("A run id is a string of 1 to %d bytes; the value given is missing.",
+						 SB_MAX_TEXT_BYTES)
+			 : errdetail("A run id is a string of 1 to %d bytes; the value given is %d bytes long.",
+						 SB_MAX_TEXT_BYTES, (int) VARSIZE_ANY_EXHDR(run_id))));
+	pg_unreachable();
+}
+
+/* The name jsonb_typeof gives the type of a jsonb that is not an array. */
+static const char *
+jsonb_type_name(const Jsonb *j)
+{
+	JsonbValue v;
+
+	if (JB_ROOT_IS_OBJECT(j))
+		return "object";
+	if (!JB_ROOT_IS_SCALAR(j) || !JsonbExtractScalar((JsonbContainer *) &j->root, &v))
+		return "array";
+	switch (v.type)
+	{
+		case jbvNull:
+			return "null";
+		case jbvString:
+			return "string";
+		case jbvNumeric:
+			return "number";
+		case jbvBool:
+			return "boolean";
+		default:
+			elog(ERROR, "unexpected jsonb scalar type %d", (int) v.type);
+	}
+	return NULL; /* keep the compiler quiet */
+}
+
+/* 22023: chunks is not a JSON array (or missing). */
+static void
+report_not_an_array(const Jsonb *chunks)
+{
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid chunks"),
+					errdetail("chunks is a JSON array of JSON objects; the value given is %s.",
+							  chunks == NULL ? "missing" : jsonb_type_name(chunks))));
+	pg_unreachable();
+}
+
+/* 22023: an element of chunks is not a JSON object. */
+static void
+report_not_an_object(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid chunks"),
+			 errdetail("chunks is a JSON array of JSON objects; an element is not an object.")));
+	pg_unreachable();
+}
+
+/* 22023: an epoch below 1. */
+static void
+report_invalid_epoch(int64 epoch)
+{
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid epoch"),
+		 errdetail("An epoch is 1 or more (run_claim returns it); the value given is " INT64_FORMAT
+				   ".",
+				   epoch)));
+	pg_unreachable();
+}
+
+/*
+ * SB001: the write carried epoch (given) or none, and the run's current
+ * epoch (claimed) is another, or the run has no record.
+ */
+static void
+report_stale_epoch(const text *run_id, bool given, int64 epoch, bool has_record, bool claimed,
+				   int64 current)
+{
+	char *id = json_id(run_id);
+
+	if (!given)
+		ereport(ERROR,
+				(errcode(ERRCODE_SB_CLAIM_LOST),
+				 errmsg("the driver epoch of run %s is not current", id),
+				 errdetail("The write carried no epoch, and a driver has claimed the run: its "
+						   "current epoch is " INT64_FORMAT ".  Nothing was changed.",
+						   current)));
+	else if (!has_record)
+		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
+						errmsg("the driver epoch of run %s is not current", id),
+						errdetail("The write carried epoch " INT64_FORMAT
+								  ", and the run has no record: it was never claimed (no current "
+								  "epoch).  Nothing was changed.",
+								  epoch)));
+	else if (!claimed)
+		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
+						errmsg("the driver epoch of run %s is not current", id),
+						errdetail("The write carried epoch " INT64_FORMAT
+								  ", and the run was never claimed (no current epoch).  Nothing "
+								  "was changed.",
+								  epoch)));
+	else
+		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
+						errmsg("the driver epoch of run %s is not current", id),
+						errdetail("The write carried epoch " INT64_FORMAT
+								  "; the current epoch is " INT64_FORMAT ".  Nothing was changed.",
+								  epoch, current)));
+	pg_unreachable();
+}
+
+/* SBR02: the log is closed. */
+static void
+report_log_closed(const text *run_id)
+{
+	ereport(ERROR, (errcode(ERRCODE_SB_RUN_FINISHED),
+					errmsg("the log of run %s is closed", json_id(run_id)),
+					errdetail("A closed log takes no more entries.  Nothing was changed.")));
+	pg_unreachable();
+}
+
+/* SBR02: the run is finished (completed, failed or aborted). */
+static void
+report_run_finished(const text *run_id, const char *status)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SB_RUN_FINISHED), errmsg("run %s is finished", json_id(run_id)),
+			 errdetail("Its status is %s: its log takes no more entries.  Nothing was changed.",
+					   status)));
+	pg_unreachable();
+}
+
+/* The number of elements of chunks, a JSON array of JSON objects; 22023 otherwise. */
+static int
+count_chunks(Jsonb *chunks)
+{
+	JsonbIterator *it;
+	JsonbValue v;
+	JsonbIteratorToken token;
+
+	if (!JB_ROOT_IS_ARRAY(chunks) || JB_ROOT_IS_SCALAR(chunks))
+		report_not_an_array(chunks);
+	it = JsonbIteratorInit(&chunks->root);
+	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (token == WJB_ELEM && (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data)))
+			report_not_an_object();
+	}
+	return (int) JB_ROOT_COUNT(chunks);
+}
+
+/*
+ * The fence, read after the log row's lock: SB001 unless the write may go
+ * on (without an epoch, while no driver has claimed the run; with one, when
+ * it is the run's current epoch).  Returns the run's status (NULL without a
+ * runs row), in the caller's memory.
+ */
+static char *
+check_fence(text *run_id, bool given, int64 epoch)
+{
+	Datum arg = PointerGetDatum(run_id);
+	bool has_record, claimed = false;
+	int64 current = 0;
+	char *status = NULL;
+
+	has_record = sb_spi_execute(&read_run, &arg, NULL, false, InvalidSnapshot) > 0;
+	if (has_record)
+	{
+		bool isnull;
+		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, Anum_run_driver_epoch,
+								&isnull);
+
+		claimed = !isnull;
+		if (claimed)
+			current = DatumGetInt64(d);
+		status = TextDatumGetCString(sb_spi_value(SPI_tuptable, 0, Anum_run_status, "status"));
+	}
+	if (given ? (!claimed || current != epoch) : claimed)
+		report_stale_epoch(run_id, given, epoch, has_record, claimed, current);
+	return status;
+}
+
+PG_FUNCTION_INFO_V1(sandbox_run_log_append_v1_5_1);
+
+/*
+ * sandbox_store.run_log_append(run_id text, chunks jsonb, epoch bigint
+ * DEFAULT NULL) RETURNS bigint[]: the seqs of the new entries, in order.
+ */
+Datum
+sandbox_run_log_append_v1_5_1(PG_FUNCTION_ARGS)
+{
+	text *run_id = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
+	Jsonb *chunks = PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1);
+	bool given = !PG_ARGISNULL(2);
+	int64 epoch = given ? PG_GETARG_INT64(2) : 0;
+	int n;
+	int64 last;
+	bool closed, watched;
+	char *status;
+	Datum args[3];
+	Datum *seqs;
+
+	if (run_id == NULL || VARSIZE_ANY_EXHDR(run_id) < 1 ||
+		VARSIZE_ANY_EXHDR(run_id) > SB_MAX_TEXT_BYTES)
+		report_invalid_run_id(run_id);
+	if (chunks == NULL)
+		report_not_an_array(NULL);
+	n = count_chunks(chunks);
+	if (given && epoch < 1)
+		report_invalid_epoch(epoch);
+
+	sb_spi_connect();
+	if (n == 0)
+	{
+		(void) check_fence(run_id, given, epoch);
+		sb_spi_finish();
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(INT8OID));
+	}
+
+	/* The log row, locked, its tail moved past the new entries. */
+	args[0] = PointerGetDatum(run_id);
+	args[1] = Int64GetDatum((int64) n);
+	if (sb_spi_execute(&upsert_log, args, NULL, false, InvalidSnapshot) != 1)
+		elog(ERROR, "the upsert of the log row of a run returned no row");
+	last = DatumGetInt64(sb_spi_value(SPI_tuptable, 0, Anum_upsert_last_before, "last_before"));
+	closed = DatumGetBool(sb_spi_value(SPI_tuptable, 0, Anum_upsert_closed, "closed"));
+	watched = DatumGetBool(sb_spi_value(SPI_tuptable, 0, Anum_upsert_watched, "watched"));
+
+	status = check_fence(run_id, given, epoch);
+	if (closed)
+		report_log_closed(run_id);
+	if (status != NULL && (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
+						   strcmp(status, "aborted") == 0))
+		report_run_finished(run_id, status);
+
+	args[1] = Int64GetDatum(last);
+	args[2] = PointerGetDatum(chunks);
+	if (sb_spi_execute(&insert_entries, args, NULL, false, InvalidSnapshot) != (uint64) n)
+		elog(ERROR, "the insert of a run's log entries wrote a number of rows other than %d", n);
+	if (watched)
+		Async_Notify(RUN_LOG_CHANNEL, text_to_cstring(run_id));
+	sb_spi_finish();
+
+	seqs = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		seqs[i] = Int64GetDatum(last + i + 1);
+	PG_RETURN_ARRAYTYPE_P(
+		construct_array(seqs, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
