@@ -6,7 +6,7 @@
 BEGIN;
 DO $i$ BEGIN IF to_regnamespace('sandbox_store_harness') IS NULL THEN CREATE EXTENSION IF NOT EXISTS sandbox_store; ELSE PERFORM sandbox_store_harness.install(); END IF; END $i$;
 
-SELECT plan(114);
+SELECT plan(115);
 
 -- Which edition is installed: c, pg_tle or plain (the SQL edition's plain
 -- script makes no extension, so what concerns pg_extension is skipped for
@@ -67,7 +67,7 @@ SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
 
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
-SELECT is((SELECT version FROM edition), '1.5', 'the installed version is 1.5');
+SELECT is((SELECT version FROM edition), '1.5.1', 'the installed version is 1.5.1');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -339,8 +339,8 @@ SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
     'runs, run_logs and run_log_entries are registered with pg_extension_config_dump') END;
 SELECT results_eq(
     $$ SELECT p.proname::text COLLATE "default", pg_catalog.pg_get_function_arguments(p.oid), pg_catalog.pg_get_function_result(p.oid),
-              p.provolatile::text, p.prosecdef
-         FROM pg_catalog.pg_proc p
+              p.provolatile::text, p.prosecdef OR l.lanname = 'c'
+         FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
         WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname LIKE 'run\_%'
         ORDER BY p.proname $$,
     $$ VALUES
@@ -358,13 +358,19 @@ SELECT results_eq(
        ('run_log_upsert', 'run_id text, seqs bigint[], chunks jsonb, epoch bigint DEFAULT NULL::bigint', 'bigint[]', 'v', true),
        ('run_log_watch', 'run_id text', 'TABLE(last_seq bigint, closed boolean)', 'v', true),
        ('run_update', 'run_id text, patch jsonb, epoch bigint DEFAULT NULL::bigint', 'boolean', 'v', true) $$,
-    'the run functions: argument names and defaults, results, volatility, SECURITY DEFINER');
+    'the run functions: argument names and defaults, results, volatility, SECURITY DEFINER (or C: run_log_append in the C edition runs its statements as the tables'' owner)');
 SELECT is_empty(
     $$ SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
         WHERE p.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace)
           AND (p.proname LIKE 'run\_%' OR p.proname LIKE '\_run\_%')
-          AND NOT 'search_path=pg_catalog, pg_temp' = ANY (p.proconfig) $$,
-    'every run function and helper runs with search_path pg_catalog, pg_temp');
+          AND NOT 'search_path=pg_catalog, pg_temp' = ANY (p.proconfig)
+          AND p.prolang <> (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'c') $$,
+    'every run function and helper but a C one runs with search_path pg_catalog, pg_temp');
+SELECT is_empty(
+    $$ SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname LIKE 'run\_%'
+          AND NOT 'row_security=off' = ANY (p.proconfig) $$,
+    'every run function runs with row_security off');
 
 SELECT * FROM finish();
 ROLLBACK;
