@@ -9,10 +9,15 @@
 #
 #       append_fenced  run_log_append(run, chunks, epoch) on a claimed run
 #                      (what a driver's pipe does): argument checks, the
-#                      runs row FOR SHARE (the fence), the run_logs row's
-#                      upsert (last_seq), 16 entries, the NOTIFY
+#                      run_logs row's upsert (last_seq, its row lock), the
+#                      runs row read (the fence), 16 entries (no NOTIFY:
+#                      nobody watches these logs)
 #       append         run_log_append(run, chunks): no epoch, no runs row
 #                      (createStreamDurability without a driver)
+#       sql_append_fenced  append_fenced in a second database,
+#                      bench_runlog_sql, that has the SQL edition (the
+#                      plain script built from this tree) instead of the
+#                      extension
 #       bare           INSERT INTO runlog_bare VALUES (16 rows) at seqs the
 #                      client counts itself: a table of run_log_entries'
 #                      shape and primary key, nothing else
@@ -43,8 +48,8 @@
 #     wake table beside PostgreSQL's.  The raw samples are in runlog-wake.tsv.
 #
 # Runs against the server in PGHOST/PGPORT/PGUSER (a superuser, with
-# sandbox_store 1.5 or later installed); creates and drops database
-# bench_runlog.  Writes to BENCH_OUT (default bench/out/): runlog.md,
+# sandbox_store 1.5 or later installed); creates and drops databases
+# bench_runlog and bench_runlog_sql.  Writes to BENCH_OUT (default bench/out/): runlog.md,
 # runlog.tsv, runlog-wake.tsv, runlog-pgbench.log.  Skips (and says so in
 # runlog.md) when the installed extension has no run_log_append.
 #
@@ -79,7 +84,8 @@ if [ "$smoke" = 1 ]; then
   clients=2 repeats=1 dur=(-t 20) wake_iterations=50 wake_warmup=5
 fi
 db=bench_runlog
-wls=(append_fenced append bare)
+sqldb=bench_runlog_sql
+wls=(append_fenced append sql_append_fenced bare)
 
 psql_db() { psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 
@@ -99,6 +105,11 @@ if [ "$(psql -X -At -d "$db" -c "SELECT count(*) FROM pg_proc
   printf '### Run log\n\n%s\n' "$note" >"$out/runlog.md"
   exit 0
 fi
+# The SQL edition beside it: the plain script of this tree's version.
+sb_fresh_db "$sqldb"
+"$sb_top/src/sql/build.sh" plain "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$sb_top/sandbox_store.control")" \
+  >"$work/sandbox_store-sql.sql"
+psql -X -q -v ON_ERROR_STOP=1 -d "$sqldb" -f "$work/sandbox_store-sql.sql" >/dev/null
 
 # The bare table: run_log_entries' shape and primary key.  Runs for the
 # fenced appends: one per client, claimed once (epoch 1).
@@ -106,8 +117,8 @@ psql_db <<'SQL'
 CREATE TABLE runlog_bare (run_id text NOT NULL, seq int8 NOT NULL, chunk jsonb NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE runlog_runs (workload text, clients int, rep int, tps float8, lat_ms float8, txns bigint);
 SQL
-setup_runs() {
-  psql_db -c "SELECT count(sandbox_store.run_create_or_resume('fenced-' || c, 'thread-' || c, 1767225600000)),
+setup_runs() { # database
+  psql -X -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT count(sandbox_store.run_create_or_resume('fenced-' || c, 'thread-' || c, 1767225600000)),
                      count(sandbox_store.run_claim('fenced-' || c))
                 FROM generate_series(0, $((clients - 1))) c" >/dev/null
 }
@@ -130,16 +141,18 @@ chunks+="]"
 chunk_bytes=$(psql -X -At -d "$db" -v c="$chunks" <<<"SELECT round(avg(octet_length(e::text))) FROM jsonb_array_elements(:'c'::jsonb) e")
 
 run_one() { # workload rep
-  local wl=$1 rep=$2 rc=0 res=$work/pgbench.out args=()
+  local wl=$1 rep=$2 rc=0 res=$work/pgbench.out args=() wdb=$db
   local j=$((clients < threads_max ? clients : threads_max))
-  psql_db -c "TRUNCATE sandbox_store.run_log_entries, sandbox_store.run_logs, runlog_bare"
+  case $wl in sql_*) wdb=$sqldb ;; esac
+  psql -X -q -v ON_ERROR_STOP=1 -d "$wdb" -c "TRUNCATE sandbox_store.run_log_entries, sandbox_store.run_logs"
+  psql_db -c "TRUNCATE runlog_bare"
   case $wl in
-    append_fenced) args=(-D prefix=fenced- -D epoch=1 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
+    append_fenced | sql_append_fenced) args=(-D prefix=fenced- -D epoch=1 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
     append) args=(-D prefix=open- -D epoch=0 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
     bare) args=(-D prefix=bare- -D n=0 "${bare_vars[@]}" -f "$here/runlog_bare.pgbench") ;;
   esac
   psql_db -c "CHECKPOINT"
-  pgbench -n -M prepared -c "$clients" -j "$j" "${dur[@]}" "${args[@]}" "$db" >"$res" 2>&1 || rc=$?
+  pgbench -n -M prepared -c "$clients" -j "$j" "${dur[@]}" "${args[@]}" "$wdb" >"$res" 2>&1 || rc=$?
   {
     echo "=== runlog $wl clients=$clients rep=$rep"
     cat "$res"
@@ -158,7 +171,7 @@ run_one() { # workload rep
   local check
   case $wl in
     bare) check=$(psql -X -At -d "$db" -c "SELECT count(*) = 16 * $txns FROM runlog_bare") ;;
-    *) check=$(psql -X -At -d "$db" -c "SELECT count(*) = 16 * $txns
+    *) check=$(psql -X -At -d "$wdb" -c "SELECT count(*) = 16 * $txns
            AND NOT EXISTS (SELECT FROM sandbox_store.run_logs l
                             WHERE l.last_seq <> (SELECT count(*) FROM sandbox_store.run_log_entries e WHERE e.run_id = l.run_id)
                                OR l.last_seq <> (SELECT max(seq) FROM sandbox_store.run_log_entries e WHERE e.run_id = l.run_id))
@@ -171,7 +184,8 @@ run_one() { # workload rep
 }
 
 start=$SECONDS
-setup_runs
+setup_runs "$db"
+setup_runs "$sqldb"
 printf 'workload\tclients\trep\ttps\tlat_ms\ttxns\n' >"$out/runlog.tsv"
 n=${#wls[@]}
 for rep in $(seq 1 "$repeats"); do
@@ -226,13 +240,14 @@ WITH m AS (
 SELECT format('| %s | %s | %s | %s | %s |',
               CASE m.workload WHEN 'append_fenced' THEN 'run_log_append, fenced (epoch)'
                               WHEN 'append' THEN 'run_log_append, no epoch'
+                              WHEN 'sql_append_fenced' THEN 'run_log_append, fenced, SQL edition'
                               ELSE 'bare INSERT of 16 rows' END,
               round(m.tps), round(16 * m.tps), round(m.lat::numeric, 3),
               CASE WHEN m.workload = 'bare' THEN '' ELSE
                 round((m.tps / b.tps)::numeric, 2)::text
                 || CASE WHEN m.tps / b.tps >= 0.8 THEN '' ELSE ' (below 0.8)' END END)
   FROM m, m b WHERE b.workload = 'bare'
- ORDER BY array_position(ARRAY['append_fenced', 'append', 'bare'], m.workload);
+ ORDER BY array_position(ARRAY['append_fenced', 'append', 'sql_append_fenced', 'bare'], m.workload);
 SQL
   echo
   echo "Wake: one writer appends a batch of $wake_chunks chunk(s) at a time, one reader LISTENs on sandbox_store_run_log"
