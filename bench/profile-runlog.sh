@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# bench/profile-runlog.sh: CPU instructions per call of the run log's append
+# beside the bare insert of bench/runlog.sh, counted with valgrind
+# --tool=callgrind on a single-user backend, as bench/profile.sh counts the
+# main workloads (the same method: the difference between a run of
+# PROFILE_WARM and one of PROFILE_WARM + PROFILE_CALLS calls, over
+# PROFILE_CALLS).  Not part of `make bench`; needs valgrind.
+#
+#   bench/profile-runlog.sh
+#
+# Workloads, each a prepared statement run with the 16 chunks of
+# bench/runlog.sh (about 200 bytes of JSON each):
+#
+#   bare           INSERT of the 16 rows (16 parameters) into a table of
+#                  run_log_entries' shape, at seqs counted by the script
+#   append         run_log_append(run, chunks): a log without a runs row
+#   append_fenced  run_log_append(run, chunks, 1) on a claimed run
+#   sql_append_fenced  append_fenced with the SQL edition (the plain script
+#                  built from this tree) instead of the extension
+#
+# Prints instructions per call and each append's ratio to bare; callgrind's
+# inclusive costs of the long runs go to PROFILE_OUT/WORKLOAD.annotate.txt.
+# Needs the extension installed (make install).  As root it runs as the
+# postgres user on a copy of the tree and copies the results back.
+#
+#   PROFILE_CALLS (400)  PROFILE_WARM (100)  PROFILE_OUT (bench/out/profile-runlog)
+
+set -euo pipefail
+
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../test/scripts/lib.sh"
+sb_name=profile-runlog
+here=$sb_top/bench
+out=${PROFILE_OUT:-$here/out/profile-runlog}
+calls=${PROFILE_CALLS:-400}
+warm=${PROFILE_WARM:-100}
+
+if [ "$(id -u)" = 0 ]; then
+  export PROFILE_SHOWN_OUT=$out
+  unset PROFILE_OUT
+  sb_results_from=bench/out/profile-runlog sb_results_to=$out
+  sb_as_postgres "$@"
+fi
+
+for tool in valgrind callgrind_annotate; do
+  command -v "$tool" >/dev/null 2>&1 || fail "$tool not found (apt-get install valgrind)"
+done
+sb_use_pg
+bindir=$sb_bindir
+mkdir -p "$out"
+sb_tempdir sandbox_store_profile_runlog; dir=$sb_dir
+
+# The chunks of bench/runlog.sh: an array for the append, one by one for bare.
+chunks="["
+bare_chunks=()
+for i in $(seq 1 16); do
+  c=$(printf '{"type": "TEXT_MESSAGE_CONTENT", "messageId": "msg-7f3a9c", "timestamp": %d, "delta": "%s"}' \
+    $((1767225600000 + i)) \
+    "$(printf 'Step %02d: the build passed, 42 tests green; now updating the README and the changelog for the release.' "$i")")
+  chunks+=$c
+  [ "$i" = 16 ] || chunks+=", "
+  bare_chunks+=("$c")
+done
+chunks+="]"
+
+# Two databases: the extension, and the SQL edition's plain script.
+sb_cluster_init "$dir" "jit = off"
+sb_cluster_start "$dir"
+sb_cluster_env "$dir"
+"$sb_top/src/sql/build.sh" plain "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$sb_top/sandbox_store.control")" \
+  >"$dir/sandbox_store-sql.sql"
+psql -X -q -d postgres -c "CREATE DATABASE bench" -c "CREATE DATABASE bench_sql"
+psql -X -q -v ON_ERROR_STOP=1 -d bench_sql -f "$dir/sandbox_store-sql.sql" >/dev/null
+for db in bench bench_sql; do
+  [ "$db" = bench_sql ] || psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c "CREATE EXTENSION sandbox_store"
+  psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<'SQL'
+CREATE TABLE runlog_bare (run_id text NOT NULL, seq int8 NOT NULL, chunk jsonb NOT NULL, PRIMARY KEY (run_id, seq));
+SELECT sandbox_store.run_create_or_resume('fenced', 'thread', 1767225600000);
+SELECT sandbox_store.run_claim('fenced');
+SQL
+done
+sb_cluster_stop "$dir" fast
+mv "$dir/data" "$dir/data.orig"
+
+# The script of a workload, n calls (postgres --single: one statement a line).
+script() { # workload n
+  local i j values="" args
+  case $1 in
+    bare)
+      for j in $(seq 1 16); do
+        values+="(\$1, \$2 + $j, \$$((j + 2))::jsonb)"
+        [ "$j" = 16 ] || values+=", "
+      done
+      echo "PREPARE s(text, int8$(printf ', text%.0s' $(seq 1 16))) AS INSERT INTO runlog_bare (run_id, seq, chunk) VALUES $values"
+      args=""
+      for j in "${bare_chunks[@]}"; do args+=", '$j'"; done
+      for i in $(seq 1 "$2"); do echo "EXECUTE s('bare', $(((i - 1) * 16))$args)"; done
+      ;;
+    append | append_fenced | sql_append_fenced)
+      echo "PREPARE s(text, jsonb, int8) AS SELECT sandbox_store.run_log_append(\$1, \$2, \$3)"
+      case $1 in
+        append) args="'open', '$chunks', NULL" ;;
+        *) args="'fenced', '$chunks', 1" ;;
+      esac
+      for i in $(seq 1 "$2"); do echo "EXECUTE s($args)"; done
+      ;;
+  esac
+}
+instructions() { # callgrind output file
+  sed -n 's/^totals: \([0-9]*\).*/\1/p; s/^summary: \([0-9]*\).*/\1/p' "$1" | head -n 1
+}
+run() { # workload n outfile
+  local db=bench
+  [ "${1#sql_}" = "$1" ] || db=bench_sql
+  script "$1" "$2" >"$dir/script.sql"
+  rm -rf "$dir/data"
+  cp -a "$dir/data.orig" "$dir/data"
+  valgrind --tool=callgrind --callgrind-out-file="$3" \
+    "$bindir/postgres" --single -D "$dir/data" -c fsync=off -c jit=off "$db" \
+    <"$dir/script.sql" >"$dir/single.out" 2>"$dir/valgrind.err" || {
+    tail -n 20 "$dir/valgrind.err" "$dir/single.out" >&2
+    fail "$1 failed"
+  }
+  if grep -q "ERROR:" "$dir/single.out" "$dir/valgrind.err"; then
+    grep -h -m 3 "ERROR:" "$dir/single.out" "$dir/valgrind.err" >&2
+    fail "$1: the statement failed"
+  fi
+}
+
+say "$calls calls after $warm warm-up calls, instructions per call:"
+printf '%-20s %14s %8s\n' workload instructions "/ bare" >"$out/summary.txt"
+bare=""
+for wl in bare append append_fenced sql_append_fenced; do
+  run "$wl" "$warm" "$out/$wl.short.cg"
+  run "$wl" "$((warm + calls))" "$out/$wl.cg"
+  per=$((($(instructions "$out/$wl.cg") - $(instructions "$out/$wl.short.cg")) / calls))
+  [ -n "$bare" ] || bare=$per
+  printf '%-20s %14s %8s\n' "$wl" "$per" "$(awk -v a="$per" -v b="$bare" 'BEGIN { printf "%.3f", a / b }')" |
+    tee -a "$out/summary.txt"
+  callgrind_annotate --inclusive=yes --threshold=99 "$out/$wl.cg" 2>/dev/null | head -n 80 \
+    >"$out/$wl.annotate.txt" || true
+  rm -f "$out/$wl.short.cg"
+done
+say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
