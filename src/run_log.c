@@ -48,8 +48,8 @@ static SbStatement upsert_log = {
 	" ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE"
 	" SET last_seq = l.last_seq OPERATOR(pg_catalog.+) EXCLUDED.last_seq,"
 	" updated_at = EXCLUDED.updated_at"
-	" RETURNING l.last_seq OPERATOR(pg_catalog.-) $2 AS last_before,"
-	" l.closed_at IS NOT NULL AS closed, l.watched",
+	" RETURNING (l.last_seq OPERATOR(pg_catalog.-) $2)::pg_catalog.int8 AS last_before,"
+	" l.closed_at IS NOT NULL AS closed, l.watched::pg_catalog.bool AS watched",
 	2,
 	{TEXTOID, INT8OID},
 	SPI_OK_INSERT_RETURNING,
@@ -58,8 +58,14 @@ static SbStatement upsert_log = {
 #define Anum_upsert_closed      2
 #define Anum_upsert_watched     3
 
-/* The run's status and driver epoch (no row: no record). */
-static SbStatement read_run = {"SELECT r.status, r.driver_epoch FROM ONLY sandbox_store.runs r"
+/*
+ * The run's status and driver epoch (no row: no record).  The statements
+ * cast what they return to the types this file reads, whatever an admin
+ * did to the columns.
+ */
+static SbStatement read_run = {"SELECT r.status::pg_catalog.text AS status,"
+							   " r.driver_epoch::pg_catalog.int8 AS driver_epoch"
+							   " FROM ONLY sandbox_store.runs r"
 							   " WHERE r.run_id OPERATOR(pg_catalog.=) $1",
 							   1,
 							   {TEXTOID},
