@@ -24,11 +24,11 @@ BEGIN
     -- checks in their order (key, run_id, max_age, provider) say which one
     -- is bad, and a good max_age gives the cutoff.  (n - 1) >> 10 is 0 for
     -- an octet_length n from 1 to 1024 and only then (-1 for 0): the
-    -- lengths of key and run_id are checked in one go.
+    -- lengths of key, run_id and provider (when given) in one test.
     IF sandbox_ensure.key IS NULL OR sandbox_ensure.run_id IS NULL
-       OR ((octet_length(sandbox_ensure.key) - 1) | (octet_length(sandbox_ensure.run_id) - 1)) >> 10 <> 0
-       OR starts_with(sandbox_ensure.key, E'\x01') OR (octet_length(sandbox_ensure.provider) - 1) >> 10 <> 0
-       OR max_age IS NOT NULL THEN
+       OR ((octet_length(sandbox_ensure.key) - 1) | (octet_length(sandbox_ensure.run_id) - 1)
+           | (COALESCE(octet_length(sandbox_ensure.provider), 1) - 1)) >> 10 <> 0
+       OR starts_with(sandbox_ensure.key, E'\x01') OR max_age IS NOT NULL THEN
         IF sandbox_ensure.key IS NULL OR octet_length(sandbox_ensure.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_ensure.key, E'\x01') THEN
             PERFORM sandbox_store_internal._bad_text(sandbox_ensure.key, 'key');
         END IF;
@@ -62,8 +62,11 @@ BEGIN
         EXCEPTION WHEN SQLSTATE 'SBW01' THEN
             c_live := true;
         END;
-        IF c_fence IS NOT NULL AND (c_live OR NOT sandbox_store_internal._retire(sandbox_ensure.key)) THEN
-            c := sandbox_store_internal._take(sandbox_ensure.key, sandbox_store_internal._lock_id(sandbox_ensure.key), NULL, NULL);
+        -- (nested: without a claim, the path sets up no call of _retire)
+        IF c_fence IS NOT NULL THEN
+            IF c_live OR NOT sandbox_store_internal._retire(sandbox_ensure.key) THEN
+                c := sandbox_store_internal._take(sandbox_ensure.key, sandbox_store_internal._lock_id(sandbox_ensure.key), NULL, NULL);
+            END IF;
         END IF;
     ELSE
         IF wait IS NOT NULL THEN
