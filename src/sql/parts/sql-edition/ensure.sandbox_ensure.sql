@@ -22,12 +22,13 @@ DECLARE
 BEGIN
     -- One condition for the text arguments and max_age; when it holds, the
     -- checks in their order (key, run_id, max_age, provider) say which one
-    -- is bad, and a good max_age gives the cutoff.  (n - 1) >> 10 is 0 for
-    -- an octet_length n from 1 to 1024 and only then (-1 for 0): the
-    -- lengths of key, run_id and provider (when given) in one test.
+    -- is bad, and a good max_age gives the cutoff.  (The lengths as
+    -- '[1,1024]' @> n: one operator each, where NOT BETWEEN evaluates the
+    -- length twice with two operators.)
     IF sandbox_ensure.key IS NULL OR sandbox_ensure.run_id IS NULL
-       OR ((octet_length(sandbox_ensure.key) - 1) | (octet_length(sandbox_ensure.run_id) - 1)
-           | (COALESCE(octet_length(sandbox_ensure.provider), 1) - 1)) >> 10 <> 0
+       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.key)
+       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.run_id)
+       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.provider)
        OR starts_with(sandbox_ensure.key, E'\x01') OR max_age IS NOT NULL THEN
         IF sandbox_ensure.key IS NULL OR octet_length(sandbox_ensure.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_ensure.key, E'\x01') THEN
             PERFORM sandbox_store_internal._bad_text(sandbox_ensure.key, 'key');
