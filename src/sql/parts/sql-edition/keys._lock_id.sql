@@ -10,7 +10,7 @@ RETURNS pg_catalog.int8
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 DECLARE
-    b pg_catalog.bytea := pg_catalog.convert_to(k, pg_catalog.getdatabaseencoding()) || '\x00'::pg_catalog.bytea;
+    b pg_catalog.bytea := pg_catalog.convert_to(k, pg_catalog.getdatabaseencoding()) || E'\\x00'::pg_catalog.bytea;
     y pg_catalog.int8 := 2094230015291517895;
 BEGIN
     FOR i IN 0 .. pg_catalog.octet_length(k) LOOP
