@@ -20,10 +20,16 @@ DECLARE
     c_fence pg_catalog.int8;
     c_live boolean;
 BEGIN
-    -- One condition for the text arguments; when it holds, the checks in
-    -- their order (key, run_id, max_age, provider) say which one is bad.
-    IF sandbox_ensure.key IS NULL OR octet_length(sandbox_ensure.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_ensure.key, E'\x01')
-       OR sandbox_ensure.run_id IS NULL OR octet_length(sandbox_ensure.run_id) NOT BETWEEN 1 AND 1024 OR octet_length(sandbox_ensure.provider) NOT BETWEEN 1 AND 1024 THEN
+    -- One condition for the text arguments and max_age; when it holds, the
+    -- checks in their order (key, run_id, max_age, provider) say which one
+    -- is bad, and a good max_age gives the cutoff.  (The lengths as
+    -- '[1,1024]' @> n: one operator each, where NOT BETWEEN evaluates the
+    -- length twice with two operators.)
+    IF sandbox_ensure.key IS NULL OR sandbox_ensure.run_id IS NULL
+       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.key)
+       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.run_id)
+       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.provider)
+       OR starts_with(sandbox_ensure.key, E'\x01') OR max_age IS NOT NULL THEN
         IF sandbox_ensure.key IS NULL OR octet_length(sandbox_ensure.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_ensure.key, E'\x01') THEN
             PERFORM sandbox_store_internal._bad_text(sandbox_ensure.key, 'key');
         END IF;
@@ -33,11 +39,12 @@ BEGIN
         IF max_age IS NOT NULL THEN
             IF (sandbox_store_internal._check_interval(max_age, 'max_age', false)) IS NULL THEN END IF;
         END IF;
-        PERFORM sandbox_store_internal._bad_text(sandbox_ensure.provider, 'provider');
-    END IF;
-    IF max_age IS NOT NULL THEN
-        IF (sandbox_store_internal._check_interval(max_age, 'max_age', false)) IS NULL THEN END IF;
-        cutoff := sandbox_store_internal._cutoff(max_age);
+        IF octet_length(sandbox_ensure.provider) NOT BETWEEN 1 AND 1024 THEN
+            PERFORM sandbox_store_internal._bad_text(sandbox_ensure.provider, 'provider');
+        END IF;
+        IF max_age IS NOT NULL THEN
+            cutoff := sandbox_store_internal._cutoff(max_age);
+        END IF;
     END IF;
 
     IF wait IS NULL AND lease IS NULL AND NOT sandbox_store_internal._snapshot_isolation() AND NOT pg_is_in_recovery() THEN
@@ -56,8 +63,11 @@ BEGIN
         EXCEPTION WHEN SQLSTATE 'SBW01' THEN
             c_live := true;
         END;
-        IF c_fence IS NOT NULL AND (c_live OR NOT sandbox_store_internal._retire(sandbox_ensure.key)) THEN
-            c := sandbox_store_internal._take(sandbox_ensure.key, sandbox_store_internal._lock_id(sandbox_ensure.key), NULL, NULL);
+        -- (nested: without a claim, the path sets up no call of _retire)
+        IF c_fence IS NOT NULL THEN
+            IF c_live OR NOT sandbox_store_internal._retire(sandbox_ensure.key) THEN
+                c := sandbox_store_internal._take(sandbox_ensure.key, sandbox_store_internal._lock_id(sandbox_ensure.key), NULL, NULL);
+            END IF;
         END IF;
     ELSE
         IF wait IS NOT NULL THEN
@@ -69,12 +79,28 @@ BEGIN
         c := sandbox_store_internal._take(sandbox_ensure.key, sandbox_store_internal._lock_id(sandbox_ensure.key), wait, lease);
     END IF;
 
-    UPDATE ONLY sandbox_store.instances i
-       SET latest_run_id = sandbox_ensure.run_id, updated_at = GREATEST(i.updated_at, now())
-     WHERE i.key OPERATOR(pg_catalog.=) sandbox_ensure.key
-       AND (cutoff IS NULL OR i.updated_at OPERATOR(pg_catalog.>=) cutoff)
-       AND (sandbox_ensure.provider IS NULL OR i.provider OPERATOR(pg_catalog.=) sandbox_ensure.provider)
-    RETURNING i.* INTO r;
+    IF lease IS NULL AND cutoff IS NULL AND sandbox_ensure.provider IS NULL THEN
+        -- Lock mode, no condition on the record: a resume's row comes
+        -- straight from the UPDATE (no claim).
+        RETURN QUERY
+        UPDATE ONLY sandbox_store.instances i
+           SET latest_run_id = sandbox_ensure.run_id, updated_at = GREATEST(i.updated_at, now())
+         WHERE i.key OPERATOR(pg_catalog.=) sandbox_ensure.key
+        RETURNING 'resume'::pg_catalog.text, i.key::pg_catalog.text, i.provider::pg_catalog.text,
+                  i.provider_sandbox_id::pg_catalog.text, i.latest_snapshot_id::pg_catalog.text,
+                  i.thread_id::pg_catalog.text, i.latest_run_id::pg_catalog.text, i.updated_at,
+                  NULL::pg_catalog.int8, NULL::pg_catalog.uuid, NULL::pg_catalog.timestamptz;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    ELSE
+        UPDATE ONLY sandbox_store.instances i
+           SET latest_run_id = sandbox_ensure.run_id, updated_at = GREATEST(i.updated_at, now())
+         WHERE i.key OPERATOR(pg_catalog.=) sandbox_ensure.key
+           AND (cutoff IS NULL OR i.updated_at OPERATOR(pg_catalog.>=) cutoff)
+           AND (sandbox_ensure.provider IS NULL OR i.provider OPERATOR(pg_catalog.=) sandbox_ensure.provider)
+        RETURNING i.* INTO r;
+    END IF;
     IF FOUND THEN
         res.action := 'resume';
     ELSE
