@@ -59,8 +59,8 @@ BEGIN
                    AND count(DISTINCT s.path) = count(*)
                    AND COALESCE(string_agg(substr(s.ent ->> 'blobKey', 22), '') FILTER (WHERE s.kind = 'file')
                                 ~ '^[0-9a-f]*$', true)
-                   AND COALESCE(string_agg(s.path, '/') ~ '^[^/\\]+(/[^/\\]+)*$'
-                                AND string_agg(s.path, '/') !~ '(^|/)(\.\.?(/|$)|[A-Za-z]:)', true) AS ok,
+                   AND COALESCE(string_agg(s.path, '/') ~ E'^[^/\\\\]+(/[^/\\\\]+)*$'
+                                AND string_agg(s.path, '/') !~ E'(^|/)(\\.\\.?(/|$)|[A-Za-z]:)', true) AS ok,
                    COALESCE(array_agg(s.ent ->> 'blobKey') FILTER (WHERE s.kind = 'file'), '{}') AS keys
               FROM (SELECT x.ent, x.ent ->> 'path' AS path, x.ent ->> 'kind' AS kind,
                            lead(x.ent ->> 'path') OVER (ORDER BY ((x.ent ->> 'path') || '/') COLLATE "C") AS next_path
@@ -131,7 +131,7 @@ BEGIN
         SELECT i, CASE
             WHEN jsonb_typeof(ent) IS DISTINCT FROM 'object' OR jsonb_typeof(ent -> 'path') IS DISTINCT FROM 'string'
                 THEN 'Each file entry is an object with a path.'
-            WHEN ent ->> 'path' !~ '^[^/\\]+(/[^/\\]+)*$' OR ent ->> 'path' ~ '(^|/)\.\.?(/|$)'
+            WHEN ent ->> 'path' !~ E'^[^/\\\\]+(/[^/\\\\]+)*$' OR ent ->> 'path' ~ E'(^|/)\\.\\.?(/|$)'
                  OR ent ->> 'path' ~ '^[A-Za-z]:'
                 THEN format('Path %s is not a normalized relative path.', ent -> 'path')
             WHEN ent ->> 'kind' = 'dir' AND (ent ? 'blobKey' OR ent ? 'size')

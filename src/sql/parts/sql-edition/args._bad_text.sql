@@ -17,7 +17,7 @@ BEGIN
     IF arg = 'key' AND octet_length(v) <= 1024 AND starts_with(v, E'\x01') THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'key is reserved',
-            DETAIL = 'Keys that start with E''\x01'' are reserved for the extension''s own claims, such as the checkpoint writers''.',
+            DETAIL = E'Keys that start with E''\\x01'' are reserved for the extension''s own claims, such as the checkpoint writers''.',
             HINT = 'Use a key that does not start with the byte 0x01.';
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'string_data_right_truncation',

@@ -14,7 +14,7 @@ BEGIN
     END IF;
     -- (a block with an exception handler only when there is a value to read)
     BEGIN
-        RETURN pg_size_bytes(regexp_replace(setting, '^([0-9]+) *B$', '\1 bytes'));
+        RETURN pg_size_bytes(regexp_replace(setting, '^([0-9]+) *B$', E'\\1 bytes'));
     EXCEPTION WHEN invalid_parameter_value OR numeric_value_out_of_range THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = format('invalid value for sandbox_store.max_checkpoint_bytes: %s', to_jsonb(setting)),

@@ -113,7 +113,7 @@ BEGIN
         -- Lock mode in autocommit: the lock ends with the statement.  (A
         -- procedure or DO block holds it until its own COMMIT.)
         IF lease IS NULL AND transaction_timestamp() OPERATOR(pg_catalog.=) statement_timestamp()
-           AND current_query() !~* '^\s*(call|do)\M' THEN
+           AND current_query() !~* E'^\\s*(call|do)\\M' THEN
             RAISE WARNING USING
                 MESSAGE = format('sandbox_ensure returned "%s" outside a transaction block', res.action),
                 DETAIL = 'The lock on the key ends with the statement, so another session may also be told to create a sandbox for it.',
