@@ -1,5 +1,6 @@
 --
--- admin_columns: an admin adds and drops columns of sandbox_store.instances.
+-- admin_columns: an admin adds and drops columns of sandbox_store.instances
+-- (and retypes columns of the run tables, at the end).
 --
 -- The functions that return rows of the table (sandbox_get, sandbox_list,
 -- sandbox_upsert, sandbox_upsert_release, sandbox_reap) return its row
@@ -85,6 +86,20 @@ SELECT key, latest_snapshot_id, provider_sandbox_id
   FROM sandbox_store.sandbox_upsert_release('ac-6', :acf6, 'e2b', 'sbx-6', 'ac-u', 'snap-6');
 SELECT key, latest_snapshot_id FROM sandbox_store.sandbox_get('ac-6');
 SELECT count(*) AS claims_left FROM sandbox_store.claims WHERE key = 'ac-6';
+
+-- The run tables retyped (bigint to numeric): run_log_append reads the
+-- tail and the epoch as bigints still, so the seqs go on from the tail and
+-- a stale epoch is refused.
+SELECT sandbox_store.run_create_or_resume('ac-run', 'ac-t', 1767225600000) IS NOT NULL AS created,
+       sandbox_store.run_claim('ac-run') AS epoch;
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 1}, {"n": 2}]', 1) AS before_retype;
+ALTER TABLE sandbox_store.run_logs ALTER COLUMN last_seq TYPE numeric;
+ALTER TABLE sandbox_store.runs ALTER COLUMN driver_epoch TYPE numeric;
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 3}, {"n": 4}]', 1) AS after_retype;
+\set VERBOSITY sqlstate
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 5}]', 2);
+\set VERBOSITY default
+SELECT seq, chunk FROM sandbox_store.run_log_read('ac-run', 0, 10);
 
 -- Put the table back as it was for the tests that follow.
 SELECT sandbox_store.sandbox_delete(key) FROM sandbox_store.instances ORDER BY key;
