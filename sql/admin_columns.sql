@@ -90,14 +90,14 @@ SELECT count(*) AS claims_left FROM sandbox_store.claims WHERE key = 'ac-6';
 -- The run tables retyped (bigint to numeric): run_log_append reads the
 -- tail and the epoch as bigints still, so the seqs go on from the tail and
 -- a stale epoch is refused.
-SELECT sandbox_store.run_create_or_resume('ac-run', 'ac-t', 1767225600000) IS NOT NULL AS created,
-       sandbox_store.run_claim('ac-run') AS epoch;
-SELECT sandbox_store.run_log_append('ac-run', '[{"n": 1}, {"n": 2}]', 1) AS before_retype;
+SELECT sandbox_store.run_create_or_resume('ac-run', 'ac-t', 1767225600000) IS NOT NULL AS created;
+SELECT sandbox_store.run_claim('ac-run') AS epoch \gset
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 1}, {"n": 2}]', :epoch) AS before_retype;
 ALTER TABLE sandbox_store.run_logs ALTER COLUMN last_seq TYPE numeric;
 ALTER TABLE sandbox_store.runs ALTER COLUMN driver_epoch TYPE numeric;
-SELECT sandbox_store.run_log_append('ac-run', '[{"n": 3}, {"n": 4}]', 1) AS after_retype;
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 3}, {"n": 4}]', :epoch) AS after_retype;
 \set VERBOSITY sqlstate
-SELECT sandbox_store.run_log_append('ac-run', '[{"n": 5}]', 2);
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 5}]', :epoch - 1);
 \set VERBOSITY default
 SELECT seq, chunk FROM sandbox_store.run_log_read('ac-run', 0, 10);
 

@@ -72,50 +72,76 @@ SELECT r ->> 'runId' AS run FROM sandbox_store.run_list_reclaimable(150, 50) r;
 SELECT count(*) AS none FROM sandbox_store.run_list_reclaimable(150, 100.5) r;
 
 --
--- The fence.  run_claim raises driver_epoch by one, from 1.
+-- The fence.  run_claim gives the run a new driver epoch, greater than any
+-- it had (drawn from fence_seq, so its value depends on the claims made
+-- before: pg_temp.e(n) is the n-th epoch this test kept).
 --
+CREATE TEMP TABLE epochs (n int PRIMARY KEY, epoch int8 NOT NULL);
+CREATE FUNCTION pg_temp.e(n int) RETURNS int8 LANGUAGE sql AS $$ SELECT epoch FROM epochs WHERE epochs.n = e.n $$;
+-- pg_temp.whye(q): pg_temp.why(q), each kept epoch written En.
+CREATE FUNCTION pg_temp.whye(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  r text := pg_temp.why(q);
+  k record;
+BEGIN
+  FOR k IN SELECT n, epoch FROM epochs ORDER BY length(epoch::text) DESC, n LOOP
+    r := regexp_replace(r, '(^|[^0-9A-Za-z])' || k.epoch || '([^0-9A-Za-z]|$)', '\1E' || k.n || '\2', 'g');
+  END LOOP;
+  RETURN r;
+END $$;
 SELECT sandbox_store.run_create_or_resume('d1', 't-drv', 1) ->> 'runId';
 SELECT sandbox_store.run_log_append('d1', '[{"n": 1}]') AS unfenced_before_claim;
-SELECT sandbox_store.run_claim('d1') AS epoch1, sandbox_store.run_claim('d1') AS epoch2;
-SELECT sandbox_store.run_get('d1') -> 'driverEpoch' AS stored;
+-- A write carrying an epoch to a run never claimed is refused.
+SELECT pg_temp.why($$SELECT sandbox_store.run_update('d1', '{"usage": {"n": 1}}', 1)$$) AS update_never_claimed;
+INSERT INTO epochs VALUES (1, sandbox_store.run_claim('d1'));
+INSERT INTO epochs VALUES (2, sandbox_store.run_claim('d1'));
+SELECT pg_temp.e(1) >= 1 AS first, pg_temp.e(2) > pg_temp.e(1) AS second_greater,
+       (sandbox_store.run_get('d1') -> 'driverEpoch')::int8 = pg_temp.e(2) AS stored;
 SELECT pg_temp.state() AS before \gset
 -- A stale epoch, or none, is refused from then on (SB001), on every write.
-SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 2}]', 1)$$) AS stale_append;
-SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 2}]')$$) AS unfenced_append;
-SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('d1', '{2}', '[{"n": 2}]', 1)$$) AS stale_upsert;
-SELECT pg_temp.why($$SELECT sandbox_store.run_log_close('d1', 1)$$) AS stale_close;
-SELECT pg_temp.why($$SELECT sandbox_store.run_update('d1', '{"status": "failed"}', 1)$$) AS stale_update;
-SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[]', 1)$$) AS stale_empty_append;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_append('d1', '[{"n": 2}]', pg_temp.e(1))$$) AS stale_append;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_append('d1', '[{"n": 2}]')$$) AS unfenced_append;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_upsert('d1', '{2}', '[{"n": 2}]', pg_temp.e(1))$$) AS stale_upsert,
+       pg_temp.whye($$SELECT sandbox_store.run_log_upsert('d1', '{2}', '[{"n": 2}]')$$) AS unfenced_upsert;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_close('d1', pg_temp.e(1))$$) AS stale_close,
+       pg_temp.whye($$SELECT sandbox_store.run_log_close('d1')$$) AS unfenced_close;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_update('d1', '{"status": "failed"}', pg_temp.e(1))$$) AS stale_update;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_append('d1', '[]', pg_temp.e(1))$$) AS stale_empty_append;
 -- An epoch to a run never claimed, or without a record.
 SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('r1', '[{"n": 1}]', 1)$$) AS never_claimed;
 SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('no-record', '[{"n": 1}]', 1)$$) AS no_record;
 -- driverEpoch through a patch: lower or cleared is refused ...
-SELECT pg_temp.why($$SELECT sandbox_store.run_update('d1', '{"driverEpoch": 1}')$$) AS lower;
-SELECT pg_temp.why($$SELECT sandbox_store.run_update('d1', '{"driverEpoch": null}', 2)$$) AS cleared;
+SELECT pg_temp.whye(format($$SELECT sandbox_store.run_update('d1', '{"driverEpoch": %s}')$$, pg_temp.e(1))) AS lower;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_update('d1', '{"driverEpoch": null}', pg_temp.e(2))$$) AS cleared;
 SELECT pg_temp.state() = :'before' AS nothing_changed;
+SELECT (SELECT closed FROM sandbox_store.run_log_status('d1')) AS still_open;
 -- ... the current epoch works; equal or higher is accepted (a raise is a
--- claim: epoch 2's writes are refused after it).
-SELECT sandbox_store.run_log_append('d1', '[{"n": 2}, {"n": 3}]', 2) AS current_append;
-SELECT sandbox_store.run_update('d1', '{"driverEpoch": 2, "sandboxKey": "k"}', 2) AS same,
-       sandbox_store.run_update('d1', '{"driverEpoch": 7}') AS raised;
-SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 4}]', 2)$$) AS after_raise;
-SELECT sandbox_store.run_claim('d1') AS next_claim;
+-- claim: the older epoch's writes are refused after it).
+SELECT sandbox_store.run_log_append('d1', '[{"n": 2}, {"n": 3}]', pg_temp.e(2)) AS current_append;
+INSERT INTO epochs VALUES (3, pg_temp.e(2) + 5);
+SELECT sandbox_store.run_update('d1', jsonb_build_object('driverEpoch', pg_temp.e(2), 'sandboxKey', 'k'), pg_temp.e(2)) AS same,
+       sandbox_store.run_update('d1', jsonb_build_object('driverEpoch', pg_temp.e(3))) AS raised;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_append('d1', '[{"n": 4}]', pg_temp.e(2))$$) AS after_raise;
+-- The next claim is above the raised epoch.
+INSERT INTO epochs VALUES (4, sandbox_store.run_claim('d1'));
+SELECT pg_temp.e(4) > pg_temp.e(3) AS next_claim_above;
 -- An unfenced update is accepted (RunStore.update of the middleware).
 SELECT sandbox_store.run_update('d1', '{"cancelRequested": true}') AS unfenced_update;
-SELECT sandbox_store.run_get('d1');
+SELECT sandbox_store.run_get('d1') - 'driverEpoch' AS record,
+       (sandbox_store.run_get('d1') -> 'driverEpoch')::int8 = pg_temp.e(4) AS epoch_current;
 
 --
 -- A finished run: not claimable (SBR02), its log takes no more entries
 -- (SBR02), but it can be closed.  An unknown run: SBR01.
 --
-SELECT sandbox_store.run_update('d1', '{"status": "completed", "finishedAt": 99}', 8);
+SELECT sandbox_store.run_update('d1', '{"status": "completed", "finishedAt": 99}', pg_temp.e(4));
 SELECT pg_temp.state() AS before \gset
 SELECT pg_temp.why($$SELECT sandbox_store.run_claim('d1')$$) AS claim_finished;
 SELECT pg_temp.why($$SELECT sandbox_store.run_claim('unknown')$$) AS claim_unknown;
-SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 5}]', 8)$$) AS append_finished;
-SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('d1', '{9}', '[{"n": 5}]', 8)$$) AS upsert_finished;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('d1', '[{"n": 5}]', pg_temp.e(4))$$) AS append_finished;
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('d1', '{9}', '[{"n": 5}]', pg_temp.e(4))$$) AS upsert_finished;
 SELECT pg_temp.state() = :'before' AS nothing_changed;
-SELECT sandbox_store.run_log_close('d1', 8) AS closed, sandbox_store.run_log_close('d1', 8) AS again;
+SELECT sandbox_store.run_log_close('d1', pg_temp.e(4)) AS closed, sandbox_store.run_log_close('d1', pg_temp.e(4)) AS again;
 SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('r1', '[{"n": 1}]')$$) AS open_log;
 SELECT sandbox_store.run_log_close('r1') AS closed;
 SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('r1', '[{"n": 2}]')$$) AS append_closed;
@@ -158,6 +184,21 @@ SELECT sandbox_store.run_log_close('L') AS closed, sandbox_store.run_log_close('
 SELECT * FROM sandbox_store.run_log_status('L');
 SELECT pg_temp.why($$SELECT sandbox_store.run_log_upsert('L', '{1}', '[{}]')$$) AS upsert_closed;
 SELECT count(*) AS entries FROM sandbox_store.run_log_read('L');
+-- A seq is at most 2^53 - 1 (an offset's position is a JavaScript number):
+-- after an upsert near it, an append that would pass it is refused (22003)
+-- and changes nothing.
+SELECT sandbox_store.run_log_upsert('F', '{9007199254740990}', '[{"f": 1}]') AS near_the_end,
+       sandbox_store.run_log_append('F', '[{"f": 2}]') AS the_last_seq;
+SELECT pg_temp.state() AS before \gset
+SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('F', '[{"f": 3}]')$$) AS full;
+SELECT pg_temp.state() = :'before' AS nothing_changed;
+SELECT sandbox_store.run_log_close('F') AS closed;
+-- So is an epoch: a claim that would pass it is refused (22003).
+SELECT sandbox_store.run_create_or_resume('x-max', 't-max', 1) ->> 'runId',
+       sandbox_store.run_update('x-max', '{"driverEpoch": 9007199254740991}') AS at_the_end;
+SELECT pg_temp.state() AS before \gset
+SELECT pg_temp.why($$SELECT sandbox_store.run_claim('x-max')$$) AS no_epoch_left;
+SELECT pg_temp.state() = :'before' AS nothing_changed;
 -- close of a run without a log: a closed, empty log.
 SELECT sandbox_store.run_log_close('C') AS closed;
 SELECT * FROM sandbox_store.run_log_status('C');
@@ -193,6 +234,7 @@ SELECT q, pg_temp.why(q) FROM (VALUES
   ($$SELECT sandbox_store.run_update('r1', '{"cancelRequested": "yes"}')$$),
   ($$SELECT sandbox_store.run_update('r1', '{"driverEpoch": 0}')$$),
   ($$SELECT sandbox_store.run_update('r1', '{"driverEpoch": 1.5}')$$),
+  ($$SELECT sandbox_store.run_update('r1', '{"driverEpoch": 9007199254740992}')$$),
   ($$SELECT sandbox_store.run_update('r1', '{}', 0)$$),
   ($$SELECT sandbox_store.run_claim(NULL)$$),
   ($$SELECT sandbox_store.run_log_append('L2', '{"a": 1}')$$),
@@ -200,6 +242,9 @@ SELECT q, pg_temp.why(q) FROM (VALUES
   ($$SELECT sandbox_store.run_log_append('L2', NULL)$$),
   ($$SELECT sandbox_store.run_log_append('L2', '[{}]', 0)$$),
   ($$SELECT sandbox_store.run_log_append('d1', '[1]', 1)$$),
+  ($$SELECT sandbox_store.run_log_append('L2', '[[]]')$$),
+  ($$SELECT sandbox_store.run_log_append('L2', '[[{"a": 1}]]')$$),
+  ($$SELECT sandbox_store.run_log_append('L2', '[{"a": 1}, []]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', '{1, 2}', '[{}]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', NULL, '[{}]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', '{0}', '[{}]')$$),
@@ -281,11 +326,11 @@ GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_runs_app;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_runs_app;
 SET ROLE regress_sb_runs_app;
 SELECT sandbox_store.run_create_or_resume('app-1', 't-app', 1) ->> 'runId' AS created;
-SELECT sandbox_store.run_claim('app-1') AS epoch;
-SELECT sandbox_store.run_log_append('app-1', '[{"a": 1}]', 1) AS appended,
-       sandbox_store.run_log_upsert('app-1', '{1}', '[{"a": 2}]', 1) AS upserted;
-SELECT sandbox_store.run_update('app-1', '{"status": "completed"}', 1) AS updated,
-       sandbox_store.run_log_close('app-1', 1) AS closed;
+SELECT sandbox_store.run_claim('app-1') AS app_epoch \gset
+SELECT sandbox_store.run_log_append('app-1', '[{"a": 1}]', :app_epoch) AS appended,
+       sandbox_store.run_log_upsert('app-1', '{1}', '[{"a": 2}]', :app_epoch) AS upserted;
+SELECT sandbox_store.run_update('app-1', '{"status": "completed"}', :app_epoch) AS updated,
+       sandbox_store.run_log_close('app-1', :app_epoch) AS closed;
 SELECT sandbox_store.run_get('app-1') ->> 'status' AS status,
        (SELECT count(*) FROM sandbox_store.run_list_by_thread('t-app')) AS listed,
        sandbox_store.run_find_active('t-app') AS active,

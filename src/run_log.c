@@ -35,6 +35,12 @@
 /* SQLSTATE SBR02: the run is finished or its log is closed. */
 #define ERRCODE_SB_RUN_FINISHED MAKE_SQLSTATE('S', 'B', 'R', '0', '2')
 
+/*
+ * The greatest seq: 2^53 - 1, the largest whole number a JavaScript number
+ * holds exactly (an offset's position in the client).
+ */
+#define RUN_LOG_MAX_SEQ INT64CONST(9007199254740991)
+
 /* The channel a watched log's writes notify (run_log_watch). */
 #define RUN_LOG_CHANNEL "sandbox_store_run_log"
 
@@ -94,6 +100,8 @@ SB_NORETURN_BEFORE static void report_stale_epoch(const text *run_id, bool given
 SB_NORETURN_BEFORE static void report_log_closed(const text *run_id) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE static void report_run_finished(const text *run_id,
 												   const char *status) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE static void report_log_full(const text *run_id, int64 last,
+											   int n) SB_NORETURN_AFTER;
 
 /* A run id as to_jsonb writes it (a JSON string). */
 static char *
@@ -241,6 +249,20 @@ report_run_finished(const text *run_id, const char *status)
 	pg_unreachable();
 }
 
+/* 22003: the new entries would take seqs past RUN_LOG_MAX_SEQ. */
+static void
+report_log_full(const text *run_id, int64 last, int n)
+{
+	ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					errmsg("the log of run %s is full", json_id(run_id)),
+					errdetail("Its last seq is " INT64_FORMAT ", and the entries appended would end at "
+							  "seq " INT64_FORMAT ", past 9007199254740991 (2^53 - 1), the greatest "
+							  "seq.  Nothing was changed.",
+							  last, last + n),
+					errhint("A log reaches its end only through run_log_upsert of a seq near it; close the log.")));
+	pg_unreachable();
+}
+
 /* The number of elements of chunks, a JSON array of JSON objects; 22023 otherwise. */
 static int
 count_chunks(Jsonb *chunks)
@@ -343,6 +365,8 @@ sandbox_run_log_append_v1_5_1(PG_FUNCTION_ARGS)
 	if (status != NULL && (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
 						   strcmp(status, "aborted") == 0))
 		report_run_finished(run_id, status);
+	if (last > RUN_LOG_MAX_SEQ - n)
+		report_log_full(run_id, last, n);
 
 	args[1] = Int64GetDatum(last);
 	args[2] = PointerGetDatum(chunks);

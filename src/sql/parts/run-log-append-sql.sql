@@ -13,6 +13,8 @@ RETURNS pg_catalog.int8[]
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     n pg_catalog.int8;
@@ -33,7 +35,9 @@ BEGIN
             format('chunks is a JSON array of JSON objects; the value given is %s.',
                    COALESCE(jsonb_typeof(run_log_append.chunks), 'missing')));
     END IF;
-    IF jsonb_path_exists(run_log_append.chunks, '$[*] ? (@.type() != "object")') THEN
+    -- (strict: in lax mode a nested array is unwrapped, and its elements
+    -- would be checked instead of the array itself)
+    IF jsonb_path_exists(run_log_append.chunks, 'strict $[*] ? (@.type() != "object")') THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
             'chunks is a JSON array of JSON objects; an element is not an object.');
     END IF;
@@ -73,6 +77,9 @@ BEGIN
     IF v_status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'aborted']) THEN
         PERFORM sandbox_store_internal._run_raise('SBR02', format('run %s is finished', to_jsonb(run_log_append.run_id)),
             format('Its status is %s: its log takes no more entries.  Nothing was changed.', v_status));
+    END IF;
+    IF v_last OPERATOR(pg_catalog.>) 9007199254740991 OPERATOR(pg_catalog.-) n THEN
+        PERFORM sandbox_store_internal._run_log_full(run_log_append.run_id, v_last, n);
     END IF;
 
     -- The entries; their seqs, the result, are counted (cheaper than

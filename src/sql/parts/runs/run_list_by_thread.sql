@@ -4,6 +4,8 @@ RETURNS SETOF pg_catalog.jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     PERFORM sandbox_store_internal._run_id(run_list_by_thread.thread_id, 'thread id', 1000);

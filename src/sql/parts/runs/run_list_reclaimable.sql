@@ -5,6 +5,8 @@ RETURNS SETOF pg_catalog.jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     cutoff pg_catalog.float8;

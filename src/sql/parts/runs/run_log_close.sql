@@ -8,6 +8,8 @@ RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     v_closed pg_catalog.timestamptz;

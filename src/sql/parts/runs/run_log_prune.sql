@@ -12,6 +12,8 @@ RETURNS pg_catalog.int8
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     cutoff pg_catalog.timestamptz;

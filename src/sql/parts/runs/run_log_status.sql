@@ -5,6 +5,8 @@ RETURNS TABLE (last_seq pg_catalog.int8, closed pg_catalog.bool)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 BEGIN
     PERFORM sandbox_store_internal._run_id(run_log_status.run_id, 'run id', 1024);

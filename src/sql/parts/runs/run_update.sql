@@ -2,7 +2,10 @@
 -- with JSON null clears its field, an absent key leaves it).  With epoch,
 -- the run's driver_epoch must be epoch (SB001 otherwise); driverEpoch in
 -- the patch may raise the epoch or keep it, never lower or clear it
--- (SB001).  False for an unknown run, true otherwise.
+-- (SB001).  A patch that raises driverEpoch or finishes the run takes the
+-- log row's lock first, as run_claim does, so a log write in flight
+-- commits before it and every later one sees it.  False for an unknown
+-- run, true otherwise.
 CREATE FUNCTION sandbox_store.run_update(
     run_id pg_catalog.text,
     patch pg_catalog.jsonb,
@@ -11,6 +14,8 @@ RETURNS pg_catalog.bool
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET row_security = off
+SET enable_seqscan = off
+SET enable_indexscan = on
 AS $$
 DECLARE
     bad pg_catalog.text;
@@ -62,11 +67,12 @@ BEGIN
             format('cancelRequested is true, false or null; the value given is %s.', run_update.patch -> 'cancelRequested'));
     END IF;
     IF run_update.patch ? 'driverEpoch' AND jsonb_typeof(run_update.patch -> 'driverEpoch') OPERATOR(pg_catalog.<>) 'null' THEN
+        -- (at most 2^53 - 1: the client holds an epoch in a JavaScript number)
         IF jsonb_typeof(run_update.patch -> 'driverEpoch') IS DISTINCT FROM 'number'
-           OR run_update.patch ->> 'driverEpoch' !~ '^[0-9]{1,18}$'
-           OR (run_update.patch ->> 'driverEpoch')::pg_catalog.int8 OPERATOR(pg_catalog.<) 1 THEN
+           OR run_update.patch ->> 'driverEpoch' !~ '^[0-9]{1,16}$'
+           OR (run_update.patch ->> 'driverEpoch')::pg_catalog.int8 NOT BETWEEN 1 AND 9007199254740991 THEN
             PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key driverEpoch',
-                format('driverEpoch is a whole number, 1 or more; the value given is %s.', run_update.patch -> 'driverEpoch'));
+                format('driverEpoch is a whole number from 1 to 9007199254740991; the value given is %s.', run_update.patch -> 'driverEpoch'));
         END IF;
         v_driver := (run_update.patch ->> 'driverEpoch')::pg_catalog.int8;
     END IF;
@@ -75,10 +81,12 @@ BEGIN
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_update.epoch));
     END IF;
 
-    -- A patch that sets driverEpoch is a claim: the log row's lock first,
-    -- as run_claim takes it (only when the run exists: an unknown run is
-    -- left alone).
-    IF run_update.patch ? 'driverEpoch' AND EXISTS (
+    -- A patch that sets driverEpoch is a claim, and one that finishes the
+    -- run ends every driver's writes: the log row's lock first, as
+    -- run_claim takes it (only when the run exists: an unknown run is left
+    -- alone).
+    IF (run_update.patch ? 'driverEpoch'
+        OR run_update.patch ->> 'status' IN ('completed', 'failed', 'aborted')) AND EXISTS (
         SELECT FROM ONLY sandbox_store.runs r WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id) THEN
         INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
         VALUES (run_update.run_id, 0, clock_timestamp())
@@ -99,6 +107,9 @@ BEGIN
             format('The patch %s driverEpoch, and the current epoch is %s: an epoch is never lowered or cleared.  Nothing was changed.',
                    CASE WHEN v_driver IS NULL THEN 'clears' ELSE 'sets ' || v_driver || ' as' END,
                    COALESCE(v_current::pg_catalog.text, 'none')));
+    END IF;
+    IF v_driver IS DISTINCT FROM v_current AND v_driver IS NOT NULL THEN
+        PERFORM sandbox_store_internal._run_durable();
     END IF;
 
     UPDATE ONLY sandbox_store.runs r SET
