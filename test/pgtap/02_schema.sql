@@ -6,7 +6,7 @@
 BEGIN;
 DO $i$ BEGIN IF to_regnamespace('sandbox_store_harness') IS NULL THEN CREATE EXTENSION IF NOT EXISTS sandbox_store; ELSE PERFORM sandbox_store_harness.install(); END IF; END $i$;
 
-SELECT plan(115);
+SELECT plan(116);
 
 -- Which edition is installed: c, pg_tle or plain (the SQL edition's plain
 -- script makes no extension, so what concerns pg_extension is skipped for
@@ -67,7 +67,7 @@ SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
 
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
-SELECT is((SELECT version FROM edition), '1.5.1', 'the installed version is 1.5.1');
+SELECT is((SELECT version FROM edition), '1.5.2', 'the installed version is 1.5.2');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -371,6 +371,12 @@ SELECT is_empty(
         WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname LIKE 'run\_%'
           AND NOT 'row_security=off' = ANY (p.proconfig) $$,
     'every run function runs with row_security off');
+SELECT is_empty(
+    $$ SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+        WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname LIKE 'run\_%'
+          AND p.prolang <> (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'c')
+          AND NOT (p.proconfig @> ARRAY['enable_seqscan=off', 'enable_indexscan=on']) $$,
+    'every PL/pgSQL run function makes its plans with enable_seqscan off and enable_indexscan on (a C one prepares its plans so)');
 
 SELECT * FROM finish();
 ROLLBACK;
