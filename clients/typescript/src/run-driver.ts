@@ -128,8 +128,9 @@ function terminalOutcome(chunk: unknown): Outcome | undefined {
  * ```
  *
  * `claim({ locks, runId }, fn)` takes `locks.withLock('run-driver:' +
- * runId)`, then `run_claim` (the run's driver epoch goes up by one: every
- * write of an earlier epoch is refused from then on), then runs `fn({ runId,
+ * runId)`, then `run_claim` (the run gets a new, greater driver epoch, never
+ * handed out before, not even before a crash of the database: every write
+ * of an earlier epoch is refused from then on), then runs `fn({ runId,
  * epoch, signal })`.  `signal` aborts when the lock or lease is lost, when a
  * write under the epoch is refused (SB001), or when the epoch check finds
  * the run claimed again.  A claim of an unknown run rejects with

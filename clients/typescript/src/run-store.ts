@@ -67,8 +67,10 @@ function patchJson(patch: RunRecordPatch): string {
  *   same pool) holds a live claim on the run in this process, the update is
  *   made under that claim's epoch: once another host claimed the run, it is
  *   refused with `ClaimLostError` (SB001) and nothing changes.  Without a
- *   claim here, an update of a run that a driver claimed is refused too
- *   (SB001), except one that only raises `driverEpoch`.
+ *   claim here, the update carries no epoch and is accepted whoever drives
+ *   the run (a cancel request from any replica), except a `driverEpoch`
+ *   that lowers or clears the run's epoch (SB001); a raise of `driverEpoch`
+ *   is a claim: the old epoch's writes are refused from then on.
  * - Every record read is checked: a status that is not one of TanStack AI's
  *   is an error, not a record.
  */

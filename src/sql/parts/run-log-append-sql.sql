@@ -78,7 +78,7 @@ BEGIN
         PERFORM sandbox_store_internal._run_raise('SBR02', format('run %s is finished', to_jsonb(run_log_append.run_id)),
             format('Its status is %s: its log takes no more entries.  Nothing was changed.', v_status));
     END IF;
-    IF v_last OPERATOR(pg_catalog.>) 9007199254740991 OPERATOR(pg_catalog.-) n THEN
+    IF v_last > 9007199254740991 - n THEN
         PERFORM sandbox_store_internal._run_log_full(run_log_append.run_id, v_last, n);
     END IF;
 
