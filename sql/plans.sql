@@ -130,3 +130,52 @@ SELECT pg_temp.every_call('e');
 SELECT * FROM pg_temp.scans_since();
 COMMIT;
 SELECT count(*) AS records FROM sandbox_store.instances;
+
+-- The run functions too: made in this backend while the run tables are
+-- empty and vacuumed, and under the caller's index and bitmap scans off,
+-- every single-run call probes the indexes (a pooled backend's plan of a
+-- resume read would otherwise scan the whole log on every read).  Prune is
+-- left out: it scans the logs by nature.
+VACUUM sandbox_store.runs, sandbox_store.run_logs, sandbox_store.run_log_entries;
+CREATE FUNCTION pg_temp.run_seq_scans_since(OUT relname name, OUT seq_scans int8)
+RETURNS SETOF record LANGUAGE sql AS $$
+  SELECT s.relname, s.seq_scan - b.seq_scan
+    FROM pg_stat_xact_user_tables s JOIN scans_before b USING (relname)
+   WHERE s.schemaname = 'sandbox_store' AND s.relname IN ('runs', 'run_logs', 'run_log_entries') ORDER BY 1
+$$;
+CREATE FUNCTION pg_temp.every_run_call(round text) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  r text;
+  e int8;
+BEGIN
+  FOR i IN 1..8 LOOP
+    r := 'run-' || round || i;
+    PERFORM sandbox_store.run_create_or_resume(r, 'rt-' || round, i);
+    e := sandbox_store.run_claim(r);
+    PERFORM * FROM sandbox_store.run_log_watch(r);
+    PERFORM sandbox_store.run_log_append(r, '[{"a": 1}, {"b": 2}]', e);
+    PERFORM sandbox_store.run_log_upsert(r, '{2}', '[{"b": 3}]', e);
+    PERFORM sandbox_store.run_update(r, '{"usage": {"t": 1}}', e);
+    PERFORM * FROM sandbox_store.run_log_read(r, 1);
+    PERFORM * FROM sandbox_store.run_log_status(r);
+    PERFORM sandbox_store.run_get(r);
+    PERFORM sandbox_store.run_list_by_thread('rt-' || round);
+    PERFORM sandbox_store.run_find_active('rt-' || round);
+    PERFORM sandbox_store.run_log_close(r, e);
+    PERFORM sandbox_store.run_update(r, '{"status": "completed"}', e);
+  END LOOP;
+END $$;
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+BEGIN;
+TRUNCATE scans_before;
+INSERT INTO scans_before
+  SELECT relname, seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE schemaname = 'sandbox_store';
+SELECT pg_temp.every_run_call('a');
+SELECT * FROM pg_temp.run_seq_scans_since();
+COMMIT;
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+SELECT count(*) AS runs, count(*) FILTER (WHERE status = 'completed') AS completed,
+       (SELECT count(*) FROM sandbox_store.run_log_entries) AS entries
+  FROM sandbox_store.runs;
