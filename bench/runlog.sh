@@ -112,14 +112,15 @@ sb_fresh_db "$sqldb"
 psql -X -q -v ON_ERROR_STOP=1 -d "$sqldb" -f "$work/sandbox_store-sql.sql" >/dev/null
 
 # The bare table: run_log_entries' shape and primary key.  Runs for the
-# fenced appends: one per client, claimed once (epoch 1).
+# fenced appends: one per client, each claimed at one epoch, 1000000 (a
+# driverEpoch raise: run_claim's epochs differ from run to run).
 psql_db <<'SQL'
 CREATE TABLE runlog_bare (run_id text NOT NULL, seq int8 NOT NULL, chunk jsonb NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE runlog_runs (workload text, clients int, rep int, tps float8, lat_ms float8, txns bigint);
 SQL
 setup_runs() { # database
   psql -X -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT count(sandbox_store.run_create_or_resume('fenced-' || c, 'thread-' || c, 1767225600000)),
-                     count(sandbox_store.run_claim('fenced-' || c))
+                     count(sandbox_store.run_update('fenced-' || c, '{"driverEpoch": 1000000}'))
                 FROM generate_series(0, $((clients - 1))) c" >/dev/null
 }
 
@@ -147,7 +148,7 @@ run_one() { # workload rep
   psql -X -q -v ON_ERROR_STOP=1 -d "$wdb" -c "TRUNCATE sandbox_store.run_log_entries, sandbox_store.run_logs"
   psql_db -c "TRUNCATE runlog_bare"
   case $wl in
-    append_fenced | sql_append_fenced) args=(-D prefix=fenced- -D epoch=1 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
+    append_fenced | sql_append_fenced) args=(-D prefix=fenced- -D epoch=1000000 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
     append) args=(-D prefix=open- -D epoch=0 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
     bare) args=(-D prefix=bare- -D n=0 "${bare_vars[@]}" -f "$here/runlog_bare.pgbench") ;;
   esac
