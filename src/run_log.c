@@ -253,13 +253,16 @@ report_run_finished(const text *run_id, const char *status)
 static void
 report_log_full(const text *run_id, int64 last, int n)
 {
-	ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					errmsg("the log of run %s is full", json_id(run_id)),
-					errdetail("Its last seq is " INT64_FORMAT ", and the entries appended would end at "
-							  "seq " INT64_FORMAT ", past 9007199254740991 (2^53 - 1), the greatest "
-							  "seq.  Nothing was changed.",
-							  last, last + n),
-					errhint("A log reaches its end only through run_log_upsert of a seq near it; close the log.")));
+	ereport(
+		ERROR,
+		(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+		 errmsg("the log of run %s is full", json_id(run_id)),
+		 errdetail("Its last seq is " INT64_FORMAT ", and the entries appended would end at "
+				   "seq " INT64_FORMAT ", past 9007199254740991 (2^53 - 1), the greatest "
+				   "seq.  Nothing was changed.",
+				   last, last + n),
+		 errhint(
+			 "A log reaches its end only through run_log_upsert of a seq near it; close the log.")));
 	pg_unreachable();
 }
 
