@@ -2,10 +2,11 @@
 -- with JSON null clears its field, an absent key leaves it).  With epoch,
 -- the run's driver_epoch must be epoch (SB001 otherwise); driverEpoch in
 -- the patch may raise the epoch or keep it, never lower or clear it
--- (SB001).  A patch that raises driverEpoch or finishes the run takes the
--- log row's lock first, as run_claim does, so a log write in flight
--- commits before it and every later one sees it.  False for an unknown
--- run, true otherwise.
+-- (SB001).  It takes the run's log row lock first, as run_claim and every
+-- log write do, so the calls of one run always lock in one order (no two
+-- deadlock, even several in one transaction), a log write in flight
+-- commits before a finish or a raise of driverEpoch, and every later one
+-- sees it.  False for an unknown run, true otherwise.
 CREATE FUNCTION sandbox_store.run_update(
     run_id pg_catalog.text,
     patch pg_catalog.jsonb,
@@ -81,12 +82,13 @@ BEGIN
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_update.epoch));
     END IF;
 
-    -- A patch that sets driverEpoch is a claim, and one that finishes the
-    -- run ends every driver's writes: the log row's lock first, as
-    -- run_claim takes it (only when the run exists: an unknown run is left
-    -- alone).
-    IF (run_update.patch ? 'driverEpoch'
-        OR run_update.patch ->> 'status' IN ('completed', 'failed', 'aborted')) AND EXISTS (
+    -- The log row's lock first, as run_claim takes it (only when the run
+    -- exists: an unknown run is left alone): a patch that sets driverEpoch
+    -- is a claim, and one that finishes the run ends every driver's
+    -- writes, so each waits for the log write in flight; any other patch
+    -- takes it too, so that the locks of one run are always taken log row
+    -- first.
+    IF EXISTS (
         SELECT FROM ONLY sandbox_store.runs r WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id) THEN
         INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
         VALUES (run_update.run_id, 0, clock_timestamp())
