@@ -120,7 +120,7 @@ CREATE TABLE runlog_runs (workload text, clients int, rep int, tps float8, lat_m
 SQL
 setup_runs() { # database
   psql -X -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT count(sandbox_store.run_create_or_resume('fenced-' || c, 'thread-' || c, 1767225600000)),
-                     count(sandbox_store.run_update('fenced-' || c, '{"driverEpoch": 1000000}'))
+                     count(sandbox_store.run_update('fenced-' || c, jsonb_build_object('driverEpoch', 1000000)))
                 FROM generate_series(0, $((clients - 1))) c" >/dev/null
 }
 

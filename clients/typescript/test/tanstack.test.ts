@@ -174,7 +174,10 @@ for (const mode of ['lock', 'lease'] as const) {
       );
       // Lock mode: the holder's transaction ended with its connection.
       // Lease mode: its claim ran out (at most leaseMs after its last renewal).
-      assert.ok(tookMs < (mode === 'lock' ? 5000 : leaseMs + 5000), `took ${tookMs} ms`);
+      // Either way the next process never waited for the killed holder's
+      // create (60 s): the bound is half that, far above what a process
+      // start and the takeover take on a loaded machine.
+      assert.ok(tookMs < 30_000, `took ${tookMs} ms`);
       const ids = await createdIds(pool, threadId);
       assert.equal(ids.length, 2, 'the killed create and the new one');
       const records = await threadRecords(pool, threadId);
