@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.4.1 -> 1.5 -> 1.5.1) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.5 -> 1.5.1 -> 1.5.2) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
@@ -535,3 +535,28 @@ SELECT sandbox_store.run_log_append('up-run', '[{"n": 5}]', 2);
 SELECT seq, chunk FROM sandbox_store.run_log_read('up-run', 0, 10);
 DROP OWNED BY regress_sb_up_runs;
 DROP ROLE regress_sb_up_runs;
+
+--
+-- 1.5.1 -> 1.5.2 (run epochs drawn from fence_seq).  A run claimed at
+-- 1.5.1 keeps its epoch across the update: its driver appends on under it;
+-- the next claim gives an epoch above it, and the old one is refused; the
+-- run functions pin their planner settings.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.5.1';
+SELECT sandbox_store.run_create_or_resume('up-run', 'up-thread', 1767225600000) IS NOT NULL AS created,
+       sandbox_store.run_claim('up-run') AS epoch_at_1_5_1,
+       sandbox_store.run_claim('up-run') AS next_at_1_5_1;
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 1}]', 2) AS at_1_5_1;
+ALTER EXTENSION sandbox_store UPDATE TO '1.5.2';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 2}]', 2) AS same_epoch_at_1_5_2;
+SELECT sandbox_store.run_claim('up-run') > 2 AS next_claim_above;
+\set VERBOSITY sqlstate
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 3}]', 2);
+\set VERBOSITY default
+SELECT seq, chunk FROM sandbox_store.run_log_read('up-run', 0, 10);
+SELECT count(*) AS unpinned_run_functions FROM pg_proc p
+ WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname LIKE 'run\_%'
+   AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
+   AND NOT p.proconfig @> ARRAY['enable_seqscan=off', 'enable_indexscan=on'];
