@@ -85,3 +85,13 @@ SET sandbox_store.max_checkpoint_bytes = '1kB';
 RESET sandbox_store.max_checkpoint_bytes;
 SELECT pg_temp.append('c5', 'c4', 20000) AS reset_unlimited;
 SELECT pg_temp.state() AS final;
+
+-- The boundary: a checkpoint of exactly the setting's size is appended (at
+-- or under it), one a byte larger is refused.
+SELECT pg_column_size(pg_temp.cp('c6', 'c5', 3000)) AS c6_bytes,
+       pg_column_size(pg_temp.cp('c6', 'c5', 3000)) - 1 AS c6_bytes_less_one \gset
+SET sandbox_store.max_checkpoint_bytes = :c6_bytes_less_one;
+SELECT pg_temp.append('c6', 'c5', 3000) AS one_byte_over;
+SET sandbox_store.max_checkpoint_bytes = :c6_bytes;
+SELECT pg_temp.append('c6', 'c5', 3000) AS exactly_the_setting;
+SELECT pg_temp.state() AS after_boundary;

@@ -134,6 +134,9 @@ SELECT (SELECT fence FROM w2) > (SELECT fence FROM w WHERE thread = 't1') AS hig
 SELECT sandbox_store.checkpoint_release_writer('t1', token, fence) AS stale_release FROM w WHERE thread = 't1';
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_append(pg_temp.cp('c9', 't1', NULL, 9000), NULL, 't1', token, fence, at => '2026-01-01 00:01:32+00') FROM w WHERE thread = 't1'$$) AS stale_writer;
 SELECT sandbox_store.checkpoint_append(pg_temp.cp('c9', 't1', NULL, 9000), NULL, 't1', token, fence, at => '2026-01-01 00:01:32+00') FROM w2;
+-- The writer's token with a fence it was not given ends nothing: the
+-- release below still finds the writer.
+SELECT sandbox_store.checkpoint_release_writer('t1', token, fence + 1) AS wrong_fence_release FROM w2;
 SELECT sandbox_store.checkpoint_release_writer('t1', token, fence) AS released FROM w2;
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_renew_writer('t1', token, fence, 60000, at => '2026-01-01 00:01:33+00') FROM w2$$) AS renew_after_release;
 

@@ -50,6 +50,21 @@ SELECT sandbox_store.sandbox_lock('f-3');
 SELECT fence - :r1 AS above_old_by, owner_token IS NULL AS retired
   FROM sandbox_store.leases WHERE key = 'f-3';
 
+-- A lock-mode call that retires an expired claim while the sequence stands
+-- exactly one below the key's fence: its next value is the key's fence
+-- itself, which is not above it, so the key gets the value after that, and
+-- the sequence ends at or above every fence handed out (a value it stayed
+-- under would be drawn again for another key).
+SELECT fence AS r2 FROM sandbox_store.sandbox_claim('f-4', '1 millisecond') \gset
+SELECT pg_sleep(0.01);
+SELECT setval('sandbox_store.fence_seq', :r2 - 1) = :r2 - 1 AS sequence_one_below;
+BEGIN;
+SELECT action FROM sandbox_store.sandbox_ensure('f-4', 'run-1');
+COMMIT;
+SELECT fence - :r2 AS above_old_by, owner_token IS NULL AS retired,
+       (SELECT last_value FROM sandbox_store.fence_seq) >= fence AS sequence_at_or_above
+  FROM sandbox_store.leases WHERE key = 'f-4';
+
 -- The old holders' fences are refused.
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_upsert('f-2', 'e2b', 'sbx', 't', fence => $$ || :e1 || $$)$$) AS stale_claim;
 SELECT pg_temp.err($$SELECT sandbox_store.sandbox_upsert('f-3', 'e2b', 'sbx', 't', fence => $$ || :r1 || $$)$$) AS stale_claim;
