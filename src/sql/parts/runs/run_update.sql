@@ -88,11 +88,17 @@ BEGIN
     -- writes, so each waits for the log write in flight; any other patch
     -- takes it too, so that the locks of one run are always taken log row
     -- first.
+    -- (a row lock of the log row when it exists, no new row version; the
+    -- upsert, which waits for a first append's insert in flight, when it
+    -- does not)
     IF EXISTS (
         SELECT FROM ONLY sandbox_store.runs r WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id) THEN
-        INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
-        VALUES (run_update.run_id, 0, clock_timestamp())
-        ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
+        PERFORM FROM ONLY sandbox_store.run_logs l WHERE l.run_id OPERATOR(pg_catalog.=) run_update.run_id FOR UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
+            VALUES (run_update.run_id, 0, clock_timestamp())
+            ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
+        END IF;
     END IF;
     SELECT r.driver_epoch INTO v_current FROM ONLY sandbox_store.runs r
      WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id
