@@ -353,7 +353,7 @@ if ($edition eq 'pg_tle')
 		},
 		sub {
 			$run_file->('tle', $tle_script);
-			$node->safe_psql('tle', 'ALTER EXTENSION sandbox_store UPDATE');
+			$node->safe_psql('tle', q{ALTER EXTENSION sandbox_store UPDATE TO '1.4.1'});
 		});
 }
 $node->stop;
