@@ -39,7 +39,13 @@
 #     pg_tle): a pooled session that ran the 1.4 functions (their plans
 #     cached) calls them after the 1.4 -> 1.4.1 update: the bodies are
 #     1.4.1's (edition() says 1.4.1, the checkpoint functions call the moved
-#     helpers), and the released fence is refused (SB001).
+#     helpers), and the released fence is refused (SB001).  The same for
+#     1.5.1 -> 1.5.2 with the run functions (the scripts of 1.5.1 as
+#     released, test/upgrade/sql-edition-1.5.1): after the update the pooled
+#     session's edition() says 1.5.2, a chunk that is an array (taken at
+#     1.5.1) is refused (22023), a driverEpoch past 2^53 - 1 is refused
+#     (22023), and its claim draws the new epoch from fence_seq (1.5.1's did
+#     not): above the old one, which then gets SB001.
 
 use strict;
 use warnings FATAL => 'all';
@@ -417,6 +423,56 @@ sub sql_edition
 	return;
 }
 
+# The SQL edition, 1.5.1 -> 1.5.2: $install runs 1.5.1's script(s) in $db,
+# $update the update to 1.5.2.  A pooled session that ran 1.5.1's run
+# functions (their plans cached) calls them after the update: it gets 1.5.2's
+# behaviour.
+sub sql_edition_runs
+{
+	my ($node, $db, $how, $install, $update) = @_;
+	$install->();
+	my $pooled = $node->background_psql($db, on_error_stop => 0);
+	my ($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
+	is($out, '1.5.1', "$how: the pooled session runs 1.5.1");
+	my $seq_query = q{SELECT last_value || '/' || is_called FROM sandbox_store.fence_seq};
+	($err) = bg_run($pooled, q{SELECT sandbox_store.run_create_or_resume('run-1', 'thread-1', 1000)});
+	is(sqlstate_in($err), 'ok', "$how: the pooled session creates a run at 1.5.1");
+	my $seq = $node->safe_psql($db, $seq_query);
+	($err, my $epoch) = bg_run($pooled, q{SELECT sandbox_store.run_claim('run-1')});
+	is(sqlstate_in($err), 'ok', "$how: the pooled session claims it at 1.5.1 (epoch $epoch)");
+	is($node->safe_psql($db, $seq_query), $seq, "$how: 1.5.1's claim draws nothing from fence_seq");
+	# Plans of the 1.5.1 run functions cached in the session.
+	for my $i (1 .. 2)
+	{
+		($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"a": $i}]', $epoch)});
+		is("$err$out", "{$i}", "$how: the pooled session appends at 1.5.1 (seq $i)");
+	}
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[[]]', $epoch)});
+	is(sqlstate_in($err), 'ok', "$how: at 1.5.1 the pooled session's append of a chunk that is an array is taken");
+
+	$update->();
+	is($node->safe_psql($db, q{SELECT version FROM sandbox_store.edition()}), '1.5.2', "$how: updated to 1.5.2");
+
+	# The pooled session's next calls run 1.5.2's bodies.
+	($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
+	is($out, '1.5.2', "$how: the pooled session's edition() says 1.5.2");
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[[]]', $epoch)});
+	is(sqlstate_in($err), '22023', "$how: the pooled session's append of a chunk that is an array is refused (22023)");
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": 9007199254740992}', $epoch)});
+	is(sqlstate_in($err), '22023', "$how: the pooled session's run_update refuses a driverEpoch past 2^53 - 1 (22023)");
+	$seq = $node->safe_psql($db, $seq_query);
+	($err, my $new_epoch) = bg_run($pooled, q{SELECT sandbox_store.run_claim('run-1')});
+	is(sqlstate_in($err), 'ok', "$how: the pooled session claims the run again");
+	cmp_ok($new_epoch, '>', $epoch, "$how: its new epoch ($new_epoch) is above the old one ($epoch)");
+	isnt($node->safe_psql($db, $seq_query), $seq, "$how: 1.5.2's claim drew its epoch's number from fence_seq");
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 1}]', $epoch)});
+	is(sqlstate_in($err), 'SB001', "$how: the pooled session's append with the old epoch gets SB001");
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 2}]', $new_epoch)});
+	is("$err$out", '{4}', "$how: and one with the new epoch goes on after the last seq (4)");
+	$pooled->quit;
+	return;
+}
+
 sub sqlstate_of_db
 {
 	my ($node, $db, $sql) = @_;
@@ -478,6 +534,36 @@ if ($edition eq 'pg_tle')
 		sub {
 			$run_file->('tle', $tle_script);
 			$node->safe_psql('tle', q{ALTER EXTENSION sandbox_store UPDATE TO '1.4.1'});
+		});
+}
+
+# 1.5.1 -> 1.5.2, in databases of their own.
+my $old_1_5_1 = "$root/test/upgrade/sql-edition-1.5.1";
+my ($plain_update_1_5_2) = glob("$root/dist/sandbox_store--1.5.1--1.5.2.sql");
+BAIL_OUT('no plain update script to 1.5.2 in dist/: run make sql-edition') unless defined $plain_update_1_5_2;
+$node->safe_psql('postgres', q{CREATE DATABASE plain_runs OWNER owner});
+{
+	local $ENV{PGUSER} = 'owner';
+	sql_edition_runs(
+		$node, 'plain_runs', 'plain, 1.5.1 -> 1.5.2',
+		sub { $run_file->('plain_runs', "$old_1_5_1/sandbox_store-1.5.1.sql") },
+		sub { $run_file->('plain_runs', $plain_update_1_5_2) });
+}
+if ($edition eq 'pg_tle')
+{
+	my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
+	$node->safe_psql('postgres', q{CREATE DATABASE tle_runs OWNER owner});
+	$node->safe_psql('tle_runs', 'CREATE EXTENSION pg_tle');
+	local $ENV{PGUSER} = 'owner';
+	sql_edition_runs(
+		$node, 'tle_runs', 'pg_tle, 1.5.1 -> 1.5.2',
+		sub {
+			$run_file->('tle_runs', "$old_1_5_1/sandbox_store-1.5.1-pg_tle.sql");
+			$node->safe_psql('tle_runs', 'CREATE EXTENSION sandbox_store');
+		},
+		sub {
+			$run_file->('tle_runs', $tle_script);
+			$node->safe_psql('tle_runs', q{ALTER EXTENSION sandbox_store UPDATE TO '1.5.2'});
 		});
 }
 $node->stop;
