@@ -51,13 +51,26 @@ SELECT sandbox_store.checkpoint_append(
     'artifacts', '[]'::jsonb),
   CASE WHEN i > 1 THEN 'cp-' || (i - 1) END, 'cp-thread', owner_token, fence)
   FROM generate_series(1, 3) i, public.cp_writer ORDER BY i;
--- Runs (1.5): a run claimed twice with a log (the first driver's epoch is
--- stale), a finished run with a closed, watched log, and a log of no run.
+});
+
+# Runs (1.5): a run claimed twice with a log (the first driver's epoch is
+# stale), a finished run with a closed, watched log, and a log of no run.
+# The epochs are the ones run_claim returned (the run's current epoch plus a
+# number drawn from fence_seq), kept here.
+$node->safe_psql(
+	'src', q{
 SELECT sandbox_store.run_create_or_resume('run-a', 'thread-r', 1700000000000.5);
 SELECT sandbox_store.run_log_append('run-a', '[{"type": "RUN_STARTED"}, {"type": "TEXT_MESSAGE_CONTENT", "delta": "é"}]');
-SELECT sandbox_store.run_claim('run-a');
-SELECT sandbox_store.run_claim('run-a');
-SELECT sandbox_store.run_log_append('run-a', '[{"type": "TEXT_MESSAGE_CONTENT", "delta": "b"}]', 2);
+});
+my $epoch_stale = $node->safe_psql('src', q{SELECT sandbox_store.run_claim('run-a')});
+my $epoch_current = $node->safe_psql('src', q{SELECT sandbox_store.run_claim('run-a')});
+cmp_ok($epoch_current, '>', $epoch_stale,
+	"run-a claimed twice: the second epoch ($epoch_current) is above the first ($epoch_stale)");
+$node->safe_psql(
+	'src', qq{
+SELECT sandbox_store.run_log_append('run-a', '[{"type": "TEXT_MESSAGE_CONTENT", "delta": "b"}]', $epoch_current);
+}
+	  . q{
 SELECT sandbox_store.run_create_or_resume('run-b', 'thread-r', 1700000000001);
 SELECT sandbox_store.run_log_watch('run-b');
 SELECT sandbox_store.run_log_append('run-b', '[{"type": "RUN_FINISHED"}]');
@@ -119,13 +132,15 @@ SELECT sandbox_store.checkpoint_append(jsonb_build_object('id', 'cp-4', 'threadI
 is($node->safe_psql('dst', $runs_query), $runs_before,
 	'every run record (with its driver epoch), log and entry is restored exactly');
 ($ret, $stdout, $stderr) = $node->psql('dst',
-	q{SELECT sandbox_store.run_log_append('run-a', '[{"late": 1}]', 1)});
+	qq{SELECT sandbox_store.run_log_append('run-a', '[{"late": 1}]', $epoch_stale)});
 like($stderr, qr/SB001|driver epoch of run "run-a" is not current/,
 	'the restored run still refuses the superseded driver (SB001)');
-is( $node->safe_psql('dst', q{
-SELECT sandbox_store.run_log_append('run-a', '[{"type": "RUN_FINISHED"}]', 2),
-       sandbox_store.run_claim('run-a')}),
-	'{4}|3', 'the current driver goes on appending after the last seq, and the next claim is epoch 3');
+is( $node->safe_psql('dst',
+		qq{SELECT sandbox_store.run_log_append('run-a', '[{"type": "RUN_FINISHED"}]', $epoch_current)}),
+	'{4}', 'the current driver goes on appending after the last seq');
+my $epoch_next = $node->safe_psql('dst', q{SELECT sandbox_store.run_claim('run-a')});
+cmp_ok($epoch_next, '>', $epoch_current,
+	"the next claim in the restored database gets a new epoch ($epoch_next) above the current one ($epoch_current)");
 
 # New claims in the restored database: fences above every fence given before.
 my $new_fences = $node->safe_psql(

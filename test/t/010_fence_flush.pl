@@ -1,7 +1,9 @@
 # 010_fence_flush.pl
 #
 # A fence is never handed out twice, whichever path hands it out, even when
-# the server crashes before the transaction that took it commits.
+# the server crashes before the transaction that took it commits; and the
+# same of a run's driver epoch (1.5.2: run_claim returns the run's current
+# epoch plus a number drawn from fence_seq).
 #
 # The fence sequence WAL-logs only every 32nd value, and nothing flushes
 # that WAL record before the transaction's commit is flushed: if the server
@@ -27,7 +29,25 @@
 #     Citus shard move, a logical-replication switchover: sequences are not
 #     replicated): its new fence must still be a value the sequence handed
 #     out, so that the flushed WAL covers it, in an open transaction and in
-#     autocommit with synchronous_commit off.
+#     autocommit with synchronous_commit off;
+#   - run_claim of a run claimed before, in autocommit with
+#     synchronous_commit off (the claim's commit is made durable all the
+#     same: after the restart the run's epoch is the one the client saw)
+#     and in an open transaction (the claim is lost with it): either way a
+#     claim after the restart returns an epoch above the one the client
+#     saw, and a write with the one it saw gets SB001.  As for the fences,
+#     the sequence is first advanced so that the claim's own draw is the
+#     one that WAL-logs it: otherwise the record an earlier draw logged
+#     (and a commit flushed) would cover the drawn number by luck, and the
+#     case could not fail.  (Under the rule of 1.5 and 1.5.1, "the current
+#     epoch + 1", both fail: the lost claim's epoch is handed out again.)
+#   - run_update raising driverEpoch by a patch, in autocommit with
+#     synchronous_commit off: the raise is still there after the restart
+#     (a claim's commit is durable), and the epoch it replaced gets SB001.
+#
+# The run cases check relations between the epochs the client was given,
+# never a number computed by the test (docs/reference.md, "The driver epoch
+# fence").
 
 use strict;
 use warnings FATAL => 'all';
@@ -196,6 +216,85 @@ foreach my $shape ('open transaction', 'synchronous_commit off')
 	local $TODO = $before_commit_todo if $h;
 	cmp_ok($next, '>', $fence,
 		"$name: the key's first fence after the restart ($next) is above the one the client saw ($fence)");
+}
+
+# --- run epochs ------------------------------------------------------------
+
+# A run of its own, claimed once: ($run, the epoch that claim returned).
+sub claimed_run
+{
+	my $run = 'run-' . new_key();
+	sql("SELECT sandbox_store.run_create_or_resume('$run', 'thread-ff', 1000) IS NOT NULL");
+	my $epoch = sql("SELECT sandbox_store.run_claim('$run')");
+	like($epoch, qr/^[1-9]\d*$/, "$run: claimed once (epoch $epoch)");
+	return ($run, $epoch);
+}
+
+sub stored_epoch
+{
+	my ($run) = @_;
+	return sql("SELECT sandbox_store.run_get('$run') ->> 'driverEpoch'");
+}
+
+sub append_state
+{
+	my ($run, $epoch) = @_;
+	return sqlstate_of($node, "SELECT sandbox_store.run_log_append('$run', '[{\"n\": 1}]', $epoch)");
+}
+
+# After a crash: a new claim of $run returns an epoch above $seen, after
+# which a write with $seen gets SB001 (TODO with the reason $todo, if set)
+# and one with the new epoch works.
+sub check_run_after_restart
+{
+	my ($name, $run, $seen, $todo) = @_;
+	my $next = sql("SELECT sandbox_store.run_claim('$run')");
+	{
+		local $TODO = $todo;
+		cmp_ok($next, '>', $seen,
+			"$name: the first claim after the restart returns an epoch ($next) above the one the client saw ($seen)");
+		is(append_state($run, $seen), 'SB001', "$name: after it, a write with the epoch the client saw gets SB001");
+	}
+	is(append_state($run, $next), 'ok', "$name: and one with the new epoch is accepted");
+}
+
+{
+	my $name = 'run_claim, autocommit, synchronous_commit off';
+	my ($run, $before) = claimed_run();
+	ok(next_value_logs(), "$name: the claim's draw WAL-logs the sequence");
+	my $epoch = sql("SET synchronous_commit = off; SELECT sandbox_store.run_claim('$run')");
+	cmp_ok($epoch, '>', $before, "$name: the claim returns an epoch ($epoch) above the run's ($before)");
+	crash_restart();
+	is(stored_epoch($run), $epoch,
+		"$name: the claim survived the crash: the run's epoch is the one the client saw (its commit was made durable)");
+	check_run_after_restart($name, $run, $epoch);
+}
+
+{
+	my $name = 'run_claim in an open transaction';
+	my ($run, $before) = claimed_run();
+	ok(next_value_logs(), "$name: the claim's draw WAL-logs the sequence");
+	my $h = $node->background_psql('postgres');
+	$h->query_safe('BEGIN');
+	my $epoch = $h->query_safe("SELECT sandbox_store.run_claim('$run')");
+	cmp_ok($epoch, '>', $before, "$name: the claim returns an epoch ($epoch) above the run's ($before)");
+	crash_restart();
+	$h->{run}->kill_kill;
+	is(stored_epoch($run), $before, "$name: the claim that never committed left the run's epoch as it was");
+	check_run_after_restart($name, $run, $epoch, $before_commit_todo);
+}
+
+{
+	my $name = 'run_update raising driverEpoch, autocommit, synchronous_commit off';
+	my ($run, $before) = claimed_run();
+	# (any number above the current epoch: a patch may raise it so)
+	my $raised = $before + 1000;
+	is( sql("SET synchronous_commit = off; SELECT sandbox_store.run_update('$run', '{\"driverEpoch\": $raised}', $before)"),
+		't', "$name: the patch raises the epoch from $before to $raised");
+	crash_restart();
+	is(stored_epoch($run), $raised, "$name: the raise survived the crash (its commit was made durable)");
+	is(append_state($run, $before), 'SB001', "$name: a write with the epoch it replaced gets SB001");
+	is(append_state($run, $raised), 'ok', "$name: one with the raised epoch is accepted");
 }
 
 my $log = slurp_file($node->logfile);

@@ -21,11 +21,31 @@
 #     catalog edited, as a newer update would leave it): the next call is
 #     refused with SB002, in a new transaction and within an open one (after
 #     the update replaced a function); the same version again and it works.
+#   C edition, 1.5.1 -> 1.5.2: the released 1.5.1 library, built from git
+#     (the 1.5.1 release commit) into the same private copy of the server;
+#     a pooled session of it appends to a claimed run's log, then this
+#     tree's library is installed and another session runs ALTER EXTENSION
+#     ... UPDATE TO '1.5.2'.  The pooled session's next calls of C code are
+#     refused by the 1.5.1 library's own check (SB002), run_log_append's
+#     included (1.5.2 binds it to the symbol of 1.5.1,
+#     sandbox_run_log_append_v1_5_1, which the 1.5.1 library has: not
+#     42883), and so are run_claim and checkpoint_acquire_writer, whose
+#     PL/pgSQL bodies call C helpers; nothing is appended, claimed or
+#     stored.  The run functions that are PL/pgSQL and call no C function
+#     are not refused: they run 1.5.2's bodies (run_update refuses a
+#     driverEpoch past 2^53 - 1, which 1.5.1 took; a valid one writes).  A
+#     new session, and the pooled one reconnected, work by 1.5.2's rules.
 #   SQL edition (plain script in every run; pg_tle too when SB_EDITION is
 #     pg_tle): a pooled session that ran the 1.4 functions (their plans
 #     cached) calls them after the 1.4 -> 1.4.1 update: the bodies are
 #     1.4.1's (edition() says 1.4.1, the checkpoint functions call the moved
-#     helpers), and the released fence is refused (SB001).
+#     helpers), and the released fence is refused (SB001).  The same for
+#     1.5.1 -> 1.5.2 with the run functions (the scripts of 1.5.1 as
+#     released, test/upgrade/sql-edition-1.5.1): after the update the pooled
+#     session's edition() says 1.5.2, a chunk that is an array (taken at
+#     1.5.1) is refused (22023), a driverEpoch past 2^53 - 1 is refused
+#     (22023), and its claim draws the new epoch from fence_seq (1.5.1's did
+#     not): above the old one, which then gets SB001.
 
 use strict;
 use warnings FATAL => 'all';
@@ -47,8 +67,9 @@ my ($tree_version) = slurp_file("$root/sandbox_store.control") =~ /^default_vers
 my $newer_version = "$tree_version.1";
 my $edition = $ENV{SB_EDITION} // 'c';
 
-# The commit of the 1.4 release.
+# The commits of the 1.4 and 1.5.1 releases.
 my $release_1_4 = 'a198ec5bc1fdbb137821009909677a99e306b249';
+my $release_1_5_1 = 'cf46f2109fba6109958aa10b42289f98be364bee';
 
 # git only reads the repository here: let it read a clone that another user
 # owns (the suites run as postgres on a copy that root made).
@@ -91,23 +112,25 @@ SELECT :fence});
 
 my $upsert = q{SELECT key FROM sandbox_store.sandbox_upsert('%s', 'prov', 'sbx-%s', 'thread-1', fence => %s)};
 
-sub c_edition
+# The C edition's parts share one private copy of the server of the
+# pg_config on PATH (each directory at the same path under $inst: the
+# server finds its lib and share directories relative to its binaries),
+# with this tree's files as make install left them: install_path (for
+# PostgreSQL::Test::Cluster), tree_lib (a copy of this tree's library),
+# install_lib->(file) (installs file as the server's library, as make
+# install does: a new file under the library's name, never written over the
+# file a running backend has mapped) and release_lib->(commit, version)
+# (that release's library, built from git).
+my $private_server;
+
+sub private_server
 {
+	return $private_server if $private_server;
 	my $pg_config = 'pg_config';
 	my %dir = map { $_ => scalar(`$pg_config --$_`) } qw(bindir pkglibdir sharedir);
 	chomp(%dir);
 	die "pg_config on PATH answers nothing" unless $dir{bindir};
 	my $tmp = PostgreSQL::Test::Utils::tempdir();
-
-	# The 1.4 library, built from the release commit.
-	my $src = "$tmp/src-1.4";
-	make_path($src);
-	system_or_bail("$git archive --format=tar $release_1_4 | tar -x -C '$src'");
-	system_or_bail('make', '-s', '-C', $src, "PG_CONFIG=$pg_config", 'sandbox_store.so');
-
-	# A private copy of the server (each directory at the same path under
-	# $inst: the server finds its lib and share directories relative to its
-	# binaries), with this tree's files as make install left them.
 	my $inst = "$tmp/inst";
 	for my $d (values %dir)
 	{
@@ -115,18 +138,38 @@ sub c_edition
 		system_or_bail('cp', '-a', "$d/.", "$inst$d");
 	}
 	my $lib = "$inst$dir{pkglibdir}/sandbox_store.so";
-	my $new_lib = "$tmp/sandbox_store-1.4.1.so";
-	copy($lib, $new_lib) or die "copy $lib: $!";
-	# Installed as make install does: a new file under the library's name
-	# (never written over the file a running backend has mapped).
-	my $install_lib = sub {
-		my ($from) = @_;
-		copy($from, "$lib.new") or die "copy $from: $!";
-		rename("$lib.new", $lib) or die "rename to $lib: $!";
+	my $tree_lib = "$tmp/sandbox_store-tree.so";
+	copy($lib, $tree_lib) or die "copy $lib: $!";
+	$private_server = {
+		install_path => dirname($dir{bindir}) =~ s{^}{$inst}r,
+		tree_lib => $tree_lib,
+		install_lib => sub {
+			my ($from) = @_;
+			copy($from, "$lib.new") or die "copy $from: $!";
+			rename("$lib.new", $lib) or die "rename to $lib: $!";
+		},
+		release_lib => sub {
+			my ($commit, $version) = @_;
+			my $src = "$tmp/src-$version";
+			make_path($src);
+			system_or_bail("$git archive --format=tar $commit | tar -x -C '$src'");
+			system_or_bail('make', '-s', '-C', $src, "PG_CONFIG=$pg_config", 'sandbox_store.so');
+			return "$src/sandbox_store.so";
+		},
 	};
-	$install_lib->("$src/sandbox_store.so");
+	return $private_server;
+}
 
-	my $node = PostgreSQL::Test::Cluster->new('pooled_c', install_path => dirname($dir{bindir}) =~ s{^}{$inst}r);
+sub c_edition
+{
+	my $server = private_server();
+	my $install_lib = $server->{install_lib};
+	my $new_lib = $server->{tree_lib};
+
+	# The 1.4 library, built from the release commit.
+	$install_lib->($server->{release_lib}->($release_1_4, '1.4'));
+
+	my $node = PostgreSQL::Test::Cluster->new('pooled_c', install_path => $server->{install_path});
 	$node->init;
 	$node->start;
 	$node->safe_psql('postgres', "CREATE EXTENSION sandbox_store VERSION '1.4'");
@@ -250,6 +293,92 @@ COMMIT;});
 	return;
 }
 
+# The C edition, 1.5.1 -> 1.5.2: a pooled session of the 1.5.1 library
+# (built from its release commit) across ALTER EXTENSION ... UPDATE TO
+# '1.5.2' run in another session.
+sub c_edition_1_5_1
+{
+	my $server = private_server();
+	$server->{install_lib}->($server->{release_lib}->($release_1_5_1, '1.5.1'));
+	my $node = PostgreSQL::Test::Cluster->new('pooled_c_1_5_1', install_path => $server->{install_path});
+	$node->init;
+	$node->start;
+	$node->safe_psql('postgres', "CREATE EXTENSION sandbox_store VERSION '1.5.1'");
+	$node->safe_psql('postgres', q{SELECT sandbox_store.run_create_or_resume('run-1', 'thread-1', 1000)});
+	my $epoch = $node->safe_psql('postgres', q{SELECT sandbox_store.run_claim('run-1')});
+
+	# (1) A pooled connection loads the 1.5.1 library and calls the run
+	# functions (run_log_append is C there, the others PL/pgSQL).
+	my $pooled = $node->background_psql('postgres', on_error_stop => 0);
+	my ($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"a": 1}]', $epoch)});
+	is("$err$out", '{1}', '1.5.1 library: the pooled session appends (seq 1)');
+	($err, $out) = bg_run($pooled, q{SELECT count(*) FROM sandbox_store.sandbox_get('k')});
+	is("$err$out", '0', '1.5.1 library: the pooled session reads a record');
+	($err, $out) = bg_run($pooled, q{SELECT sandbox_store.run_get('run-1') ->> 'driverEpoch'});
+	is("$err$out", $epoch, '1.5.1 library: the pooled session reads the run');
+
+	# (2) This tree's library is installed, and another session updates.
+	$server->{install_lib}->($server->{tree_lib});
+	$node->safe_psql('postgres', q{ALTER EXTENSION sandbox_store UPDATE TO '1.5.2'});
+	is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'}),
+		'1.5.2', 'updated to 1.5.2');
+
+	# (3) The pooled session, still running the 1.5.1 library: its C
+	# functions refuse (SB002).  run_log_append keeps its C symbol
+	# (sandbox_run_log_append_v1_5_1, which the 1.5.1 library has), so it is
+	# refused by the library's own check too, not with 42883.
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 1}]', $epoch)});
+	is(sqlstate_in($err), 'SB002', 'the 1.5.1 library\'s session: run_log_append is refused (SB002)');
+	like(
+		$err,
+		qr/the sandbox_store library loaded in this session is older than the installed extension.*DETAIL:.*library of sandbox_store 1\.5\.1, and the extension in this database is at version 1\.5\.2/s,
+		'... naming the library 1.5.1 and the installed 1.5.2');
+	for my $call (
+		q{SELECT count(*) FROM sandbox_store.sandbox_get('k')},
+		q{SELECT fence FROM sandbox_store.sandbox_claim('k', '1 minute')},
+		q{SELECT count(*) FROM sandbox_store.checkpoint_acquire_writer('thread-1', 60000)},
+		q{SELECT sandbox_store.run_claim('run-1')})
+	{
+		($err) = bg_run($pooled, $call);
+		is(sqlstate_in($err), 'SB002', "the 1.5.1 library's session: refused (SB002): $call");
+	}
+	is( $node->safe_psql('postgres',
+			q{SELECT (SELECT last_seq FROM sandbox_store.run_logs WHERE run_id = 'run-1') || ' '
+			  || (sandbox_store.run_get('run-1') ->> 'driverEpoch') || ' '
+			  || (SELECT count(*) FROM sandbox_store.leases)}),
+		"1 $epoch 0", 'nothing was appended, claimed or stored by the refused calls');
+
+	# The run functions that are PL/pgSQL and call no C function are not
+	# refused: they run in the pooled session, reads and writes, with
+	# 1.5.2's bodies (no rule of 1.5.1 is applied): 1.5.2 refuses a
+	# driverEpoch above 2^53 - 1, which 1.5.1 took.
+	($err, $out) = bg_run($pooled, q{SELECT sandbox_store.run_get('run-1') ->> 'driverEpoch'});
+	is("$err$out", $epoch, 'the 1.5.1 library\'s session: run_get (PL/pgSQL) still answers');
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": 9007199254740992}', $epoch)});
+	is(sqlstate_in($err), '22023',
+		'the 1.5.1 library\'s session: run_update (PL/pgSQL) runs 1.5.2\'s body (a driverEpoch past 2^53 - 1: 22023)');
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"cancelRequested": true}', $epoch)});
+	is("$err$out", 't', 'the 1.5.1 library\'s session: a valid run_update writes (not refused)');
+	is($node->safe_psql('postgres', q{SELECT sandbox_store.run_get('run-1') ->> 'cancelRequested'}),
+		'true', '... and its write is stored');
+	($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
+	is("$err$out", '1.5.2', 'the 1.5.1 library\'s session: edition() says 1.5.2');
+
+	# A new session works, by 1.5.2's rules; so does the pooled one once
+	# reconnected.
+	my $new_epoch = $node->safe_psql('postgres', q{SELECT sandbox_store.run_claim('run-1')});
+	cmp_ok($new_epoch, '>', $epoch, "a new session claims run-1: a new epoch ($new_epoch) above $epoch");
+	is(sqlstate_of($node, qq{SELECT sandbox_store.run_log_append('run-1', '[{"c": 1}]', $epoch)}),
+		'SB001', 'a new session: the old epoch gets SB001');
+	$pooled->quit;
+	$pooled = $node->background_psql('postgres', on_error_stop => 0);
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"c": 1}]', $new_epoch)});
+	is("$err$out", '{2}', 'reconnected: the pooled session appends with the new epoch (seq 2)');
+	$pooled->quit;
+	$node->stop;
+	return;
+}
+
 # The SQL edition: $install runs the 1.4 script(s) in $db, $update the
 # 1.4 -> 1.4.1 update; $psql_as connects as the installing role.
 sub sql_edition
@@ -294,6 +423,56 @@ sub sql_edition
 	return;
 }
 
+# The SQL edition, 1.5.1 -> 1.5.2: $install runs 1.5.1's script(s) in $db,
+# $update the update to 1.5.2.  A pooled session that ran 1.5.1's run
+# functions (their plans cached) calls them after the update: it gets 1.5.2's
+# behaviour.
+sub sql_edition_runs
+{
+	my ($node, $db, $how, $install, $update) = @_;
+	$install->();
+	my $pooled = $node->background_psql($db, on_error_stop => 0);
+	my ($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
+	is($out, '1.5.1', "$how: the pooled session runs 1.5.1");
+	my $seq_query = q{SELECT last_value || '/' || is_called FROM sandbox_store.fence_seq};
+	($err) = bg_run($pooled, q{SELECT sandbox_store.run_create_or_resume('run-1', 'thread-1', 1000)});
+	is(sqlstate_in($err), 'ok', "$how: the pooled session creates a run at 1.5.1");
+	my $seq = $node->safe_psql($db, $seq_query);
+	($err, my $epoch) = bg_run($pooled, q{SELECT sandbox_store.run_claim('run-1')});
+	is(sqlstate_in($err), 'ok', "$how: the pooled session claims it at 1.5.1 (epoch $epoch)");
+	is($node->safe_psql($db, $seq_query), $seq, "$how: 1.5.1's claim draws nothing from fence_seq");
+	# Plans of the 1.5.1 run functions cached in the session.
+	for my $i (1 .. 2)
+	{
+		($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"a": $i}]', $epoch)});
+		is("$err$out", "{$i}", "$how: the pooled session appends at 1.5.1 (seq $i)");
+	}
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[[]]', $epoch)});
+	is(sqlstate_in($err), 'ok', "$how: at 1.5.1 the pooled session's append of a chunk that is an array is taken");
+
+	$update->();
+	is($node->safe_psql($db, q{SELECT version FROM sandbox_store.edition()}), '1.5.2', "$how: updated to 1.5.2");
+
+	# The pooled session's next calls run 1.5.2's bodies.
+	($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
+	is($out, '1.5.2', "$how: the pooled session's edition() says 1.5.2");
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[[]]', $epoch)});
+	is(sqlstate_in($err), '22023', "$how: the pooled session's append of a chunk that is an array is refused (22023)");
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": 9007199254740992}', $epoch)});
+	is(sqlstate_in($err), '22023', "$how: the pooled session's run_update refuses a driverEpoch past 2^53 - 1 (22023)");
+	$seq = $node->safe_psql($db, $seq_query);
+	($err, my $new_epoch) = bg_run($pooled, q{SELECT sandbox_store.run_claim('run-1')});
+	is(sqlstate_in($err), 'ok', "$how: the pooled session claims the run again");
+	cmp_ok($new_epoch, '>', $epoch, "$how: its new epoch ($new_epoch) is above the old one ($epoch)");
+	isnt($node->safe_psql($db, $seq_query), $seq, "$how: 1.5.2's claim drew its epoch's number from fence_seq");
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 1}]', $epoch)});
+	is(sqlstate_in($err), 'SB001', "$how: the pooled session's append with the old epoch gets SB001");
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 2}]', $new_epoch)});
+	is("$err$out", '{4}', "$how: and one with the new epoch goes on after the last seq (4)");
+	$pooled->quit;
+	return;
+}
+
 sub sqlstate_of_db
 {
 	my ($node, $db, $sql) = @_;
@@ -313,6 +492,7 @@ if ($edition eq 'c')
 	else
 	{
 		c_edition();
+		c_edition_1_5_1();
 	}
 }
 
@@ -353,7 +533,37 @@ if ($edition eq 'pg_tle')
 		},
 		sub {
 			$run_file->('tle', $tle_script);
-			$node->safe_psql('tle', 'ALTER EXTENSION sandbox_store UPDATE');
+			$node->safe_psql('tle', q{ALTER EXTENSION sandbox_store UPDATE TO '1.4.1'});
+		});
+}
+
+# 1.5.1 -> 1.5.2, in databases of their own.
+my $old_1_5_1 = "$root/test/upgrade/sql-edition-1.5.1";
+my ($plain_update_1_5_2) = glob("$root/dist/sandbox_store--1.5.1--1.5.2.sql");
+BAIL_OUT('no plain update script to 1.5.2 in dist/: run make sql-edition') unless defined $plain_update_1_5_2;
+$node->safe_psql('postgres', q{CREATE DATABASE plain_runs OWNER owner});
+{
+	local $ENV{PGUSER} = 'owner';
+	sql_edition_runs(
+		$node, 'plain_runs', 'plain, 1.5.1 -> 1.5.2',
+		sub { $run_file->('plain_runs', "$old_1_5_1/sandbox_store-1.5.1.sql") },
+		sub { $run_file->('plain_runs', $plain_update_1_5_2) });
+}
+if ($edition eq 'pg_tle')
+{
+	my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
+	$node->safe_psql('postgres', q{CREATE DATABASE tle_runs OWNER owner});
+	$node->safe_psql('tle_runs', 'CREATE EXTENSION pg_tle');
+	local $ENV{PGUSER} = 'owner';
+	sql_edition_runs(
+		$node, 'tle_runs', 'pg_tle, 1.5.1 -> 1.5.2',
+		sub {
+			$run_file->('tle_runs', "$old_1_5_1/sandbox_store-1.5.1-pg_tle.sql");
+			$node->safe_psql('tle_runs', 'CREATE EXTENSION sandbox_store');
+		},
+		sub {
+			$run_file->('tle_runs', $tle_script);
+			$node->safe_psql('tle_runs', q{ALTER EXTENSION sandbox_store UPDATE TO '1.5.2'});
 		});
 }
 $node->stop;

@@ -17,10 +17,16 @@
 #     replaced still gets SB001, and no stale append landed after that
 #     claim; a claim still open (uncommitted) at the crash left nothing.
 #
-# Appenders: two on run-0 (claimed, epoch 1: two processes of one driver),
-# one on run-1 (claimed, epoch 1), one on run-2 (claimed, epoch 1; run-2 is
-# claimed again by another driver mid-stream in round 1, so its appender's
-# later appends are refused), two on run-u (no runs row: unfenced appends).
+# Appenders: two on run-0 (claimed once: two processes of one driver), one
+# on run-1 (claimed once), one on run-2 (claimed once; run-2 is claimed
+# again by another driver mid-stream in round 1, so its appender's later
+# appends are refused), two on run-u (no runs row: unfenced appends).
+#
+# An epoch is what run_claim returned (the run's current epoch plus a
+# number drawn from fence_seq, docs/reference.md "The driver epoch fence"):
+# the test keeps each one it was given and checks relations (a new claim's
+# epoch is above the run's current one; the stored epoch is the one the
+# committed claim returned), never a number it computed itself.
 # Batches of 1..16 chunks of about 200 bytes of JSON; each chunk names its
 # appender, batch, index and the batch's size, so the log tells which
 # batches are whole.
@@ -45,7 +51,8 @@ install_sandbox_store($node);
 sub sql { my ($q) = @_; return $node->safe_psql('postgres', $q); }
 
 my @runs = qw(run-0 run-1 run-2 run-u);
-my %epoch = ('run-0' => 1, 'run-1' => 1, 'run-2' => 1, 'run-u' => undef);
+# The epoch each appender writes with (run-u: none), from the claims below.
+my %epoch = ('run-u' => undef);
 
 # rl_batch(w, b, n): the batch b of appender w, n chunks of about 200 bytes
 # of JSON (a TEXT_MESSAGE_CONTENT event of an agent's stream).
@@ -58,10 +65,16 @@ CREATE FUNCTION rl_batch(w int, b int, n int) RETURNS jsonb LANGUAGE sql AS $$
 $$;
 SELECT sandbox_store.run_create_or_resume(r, 'thread-1', 1000) IS NOT NULL
   FROM unnest(ARRAY['run-0', 'run-1', 'run-2']) r;
-SELECT sandbox_store.run_claim(r) FROM unnest(ARRAY['run-0', 'run-1', 'run-2']) r;
 });
-is(sql(q{SELECT string_agg(run_id || '=' || driver_epoch, ' ' ORDER BY run_id) FROM sandbox_store.runs}),
-	'run-0=1 run-1=1 run-2=1', 'three runs claimed once');
+for my $run (qw(run-0 run-1 run-2))
+{
+	$epoch{$run} = sql("SELECT sandbox_store.run_claim('$run')");
+	like($epoch{$run}, qr/^[1-9]\d*$/, "$run is claimed: epoch $epoch{$run}");
+}
+# "run-0=E0 run-1=E1 run-2=E2": the runs' epochs as run_claim returned them.
+sub epochs_string { my (%e) = @_; return join ' ', map { "$_=$e{$_}" } qw(run-0 run-1 run-2); }
+my $EPOCHS_QUERY = q{SELECT string_agg(run_id || '=' || driver_epoch, ' ' ORDER BY run_id) FROM sandbox_store.runs};
+is(sql($EPOCHS_QUERY), epochs_string(%epoch), 'three runs claimed once: each stores the epoch its claim returned');
 
 # The appenders: [run, appender id].
 my @appenders = ([ 'run-0', 0 ], [ 'run-0', 1 ], [ 'run-1', 2 ], [ 'run-2', 3 ], [ 'run-u', 4 ], [ 'run-u', 5 ]);
@@ -212,7 +225,9 @@ wait_for_entries('round 1', 3000, @procs);
 
 # Another driver claims run-2 mid-stream: its appender is fenced off from
 # then on (SB001), and nothing it appends lands after the claim.
-is(sql(q{SELECT sandbox_store.run_claim('run-2')}), '2', 'round 1: run-2 is claimed again mid-stream (epoch 2)');
+my $run2_old = $epoch{'run-2'};
+my $run2_new = sql(q{SELECT sandbox_store.run_claim('run-2')});
+cmp_ok($run2_new, '>', $run2_old, "round 1: run-2 is claimed again mid-stream (epoch $run2_new, above $run2_old)");
 my $run2_last = sql(q{SELECT last_seq FROM sandbox_store.run_logs WHERE run_id = 'run-2'});
 my ($p2) = grep { $_->{run} eq 'run-2' } @procs;
 my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
@@ -227,7 +242,8 @@ pass('round 1: the old driver of run-2 gets SB001 from then on');
 # A claim of run-1 open (uncommitted) when the server dies.
 my $open = $node->background_psql('postgres', on_error_stop => 0);
 $open->query_safe('BEGIN');
-is($open->query_safe(q{SELECT sandbox_store.run_claim('run-1')}), '2', 'round 1: a claim of run-1 is open at the crash');
+my $run1_open = $open->query_safe(q{SELECT sandbox_store.run_claim('run-1')});
+cmp_ok($run1_open, '>', $epoch{'run-1'}, "round 1: a claim of run-1 is open at the crash (epoch $run1_open)");
 
 wait_for_entries('round 1', total_entries() + 1000, grep { $_->{run} ne 'run-1' } @procs);
 kill9_and_start($node);
@@ -239,16 +255,16 @@ like(slurp_file($node->logfile), qr/database system was not properly shut down; 
 check_logs('round 1');
 is(sql(q{SELECT last_seq FROM sandbox_store.run_logs WHERE run_id = 'run-2'}), $run2_last,
 	'round 1: no append of run-2\'s old epoch landed after the claim');
-is(sql(q{SELECT string_agg(run_id || '=' || driver_epoch, ' ' ORDER BY run_id) FROM sandbox_store.runs}),
-	'run-0=1 run-1=1 run-2=2', 'round 1: the committed claim survived, the open one left nothing');
-is(sqlstate_of($node, q{SELECT sandbox_store.run_log_append('run-2', rl_batch(3, 0, 1), 1)}),
+is(sql($EPOCHS_QUERY), epochs_string(%epoch, 'run-2' => $run2_new),
+	'round 1: the committed claim survived, the open one left nothing');
+is(sqlstate_of($node, "SELECT sandbox_store.run_log_append('run-2', rl_batch(3, 0, 1), $run2_old)"),
 	'SB001', 'round 1: run-2\'s stale epoch still gets SB001 after the restart');
 is(sqlstate_of($node, q{SELECT sandbox_store.run_log_append('run-2', rl_batch(3, 0, 1))}),
 	'SB001', 'round 1: and an unfenced append to a claimed run too');
-$epoch{'run-2'} = 2;
-appends_continue('round 1', 'run-0', 1, 0);
-appends_continue('round 1', 'run-1', 1, 2);
-appends_continue('round 1', 'run-2', 2, 3);
+$epoch{'run-2'} = $run2_new;
+appends_continue('round 1', 'run-0', $epoch{'run-0'}, 0);
+appends_continue('round 1', 'run-1', $epoch{'run-1'}, 2);
+appends_continue('round 1', 'run-2', $epoch{'run-2'}, 3);
 appends_continue('round 1', 'run-u', undef, 4);
 
 # --- round 2: pg_ctl stop -m immediate ----------------------------------------
@@ -260,17 +276,19 @@ $node->start;
 collect_appenders('round 2', @procs);
 
 check_logs('round 2');
-is(sql(q{SELECT string_agg(run_id || '=' || driver_epoch, ' ' ORDER BY run_id) FROM sandbox_store.runs}),
-	'run-0=1 run-1=1 run-2=2', 'round 2: the epochs are unchanged');
+is(sql($EPOCHS_QUERY), epochs_string(%epoch), 'round 2: the epochs are unchanged');
 appends_continue('round 2', $_->[0], $epoch{ $_->[0] }, $_->[1]) for @appenders[ 0, 2, 3, 4 ];
 
 # A claim after the restart: the old epoch is fenced off, the new one goes on.
-is(sql(q{SELECT sandbox_store.run_claim('run-0')}), '2', 'round 2: run-0 is claimed after the restart (epoch 2)');
-is(sqlstate_of($node, q{SELECT sandbox_store.run_log_append('run-0', rl_batch(0, 0, 1), 1)}),
+my $run0_old = $epoch{'run-0'};
+$epoch{'run-0'} = sql(q{SELECT sandbox_store.run_claim('run-0')});
+cmp_ok($epoch{'run-0'}, '>', $run0_old,
+	"round 2: run-0 is claimed after the restart (epoch $epoch{'run-0'}, above $run0_old)");
+is(sqlstate_of($node, "SELECT sandbox_store.run_log_append('run-0', rl_batch(0, 0, 1), $run0_old)"),
 	'SB001', 'round 2: run-0\'s old epoch gets SB001');
-is(sqlstate_of($node, q{SELECT sandbox_store.run_log_close('run-2', 1)}),
+is(sqlstate_of($node, "SELECT sandbox_store.run_log_close('run-2', $run2_old)"),
 	'SB001', 'round 2: run-2\'s old epoch cannot close its log');
-appends_continue('round 2', 'run-0', 2, 0);
+appends_continue('round 2', 'run-0', $epoch{'run-0'}, 0);
 check_logs('round 2, after the new appends');
 
 $node->stop;
