@@ -22,6 +22,7 @@
 # Perl TAP: only the tests that install the edition SB_EDITION names
 # (SandboxStoreTest's install_sandbox_store): fences, checkpoints and run
 # logs across a crash; and the SQL edition's own: its update from 1.4 (017: through
+# pg_tle only with pg_tle), a pooled session across updates (018: through
 # pg_tle only with pg_tle), and for pg_tle the moves between editions (014)
 # and the registration script's refusals (016).
 # pgTAP and the TypeScript client's suite run whole.
@@ -33,7 +34,7 @@ REGRESS := $(filter-out $(SQL_EDITION_SKIP_REGRESS),$(REGRESS))
 ISOLATION := $(filter-out $(SQL_EDITION_SKIP_ISOLATION),$(ISOLATION))
 PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl test/t/015_checkpoint_crash.pl \
   test/t/019_run_log_crash.pl \
-  test/t/017_sql_edition_update.pl \
+  test/t/017_sql_edition_update.pl test/t/018_update_pooled.pl \
   $(if $(filter pg_tle,$(SB_EDITION)),test/t/014_editions.pl test/t/016_pg_tle_registration.pl)
 endif
 
