@@ -22,7 +22,7 @@ import {
   type SandboxInstanceRecord,
   type SandboxInstanceStore,
 } from '../src/index.js';
-import { keyLocks, newPool, sleep, within } from './helpers.js';
+import { keyLocks, newPool, sleep, started, within, type Started } from './helpers.js';
 import {
   FakeProvider,
   RunStore,
@@ -42,20 +42,6 @@ before(() => {
 after(async () => {
   await pool.end();
 });
-
-/** A promise that something started, and the call that says so. */
-interface Started {
-  promise: Promise<void>;
-  mark: () => void;
-}
-
-function started(): Started {
-  let mark!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    mark = resolve;
-  });
-  return { promise, mark };
-}
 
 /** TanStack AI's defineLock: an identity that types an inline LockStore. */
 function defineLock(lock: LockStore): LockStore {
