@@ -256,8 +256,10 @@ like( race(
 	my $from = node_of($key);
 	my ($to) = grep { $_ != $from && $_ != $coord } @nodes;
 	($to) = grep { $_ != $from } ($w1, $w2) unless $to;
-	my $fence = $coord->safe_psql('postgres',
-		"SELECT fence FROM sandbox_store.sandbox_claim('$key', '2 seconds')");
+	# An hour's lease: the move takes seconds (more on a busy machine), and
+	# the claim must still be live after it.
+	my ($fence, $token) = split /\|/, $coord->safe_psql('postgres',
+		"SELECT fence || '|' || owner_token FROM sandbox_store.sandbox_claim('$key', '1 hour')");
 	my $shard = $coord->safe_psql('postgres',
 		"SELECT get_shard_id_for_distribution_column('sandbox_store.instances', " . lit($key) . ')');
 	$coord->safe_psql('postgres',
@@ -272,9 +274,14 @@ like( race(
 		'1', 'the live claim moved with the shard');
 	is(sqlstate_of($coord, "SELECT * FROM sandbox_store.sandbox_claim('$key', '1 minute', wait => '0')"),
 		'55P03', 'and still excludes a new claim');
-	sleep 3;
+	# The holder's last renewal, on the new node, leaves its claim a second;
+	# then it stops.  The next claim waits for that second to run out (the
+	# claim's own wait polls until the expiry: no sleep decides it).
+	is( $coord->safe_psql('postgres',
+			"SELECT sandbox_store.sandbox_renew('$key', '$token', '1 second') IS NOT NULL"),
+		't', 'the holder renews its claim on the new node');
 	my $next = $coord->safe_psql('postgres',
-		"SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 minute', wait => '0')");
+		"SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 hour', wait => '3 minutes')");
 	cmp_ok($next, '>', $fence,
 		"after the move, with the new node's sequence set back, the next fence ($next) is above the last ($fence)");
 	is( sqlstate_of(
@@ -294,6 +301,7 @@ like( race(
 		"SELECT get_shard_id_for_distribution_column('sandbox_store.instances', " . lit($key) . ')');
 	my $holder = $coord->background_psql('postgres');
 	$holder->query_safe("BEGIN; SELECT action FROM sandbox_store.sandbox_ensure('$key', 'run-1')");
+	my $holder_gpid = $holder->query_safe('SELECT citus_backend_gpid()');
 	my ($move_out, $move_err) = ('', '');
 	my $move = IPC::Run::start(
 		[
@@ -305,7 +313,14 @@ like( race(
 			  . ", shard_transfer_mode => 'block_writes')"
 		],
 		'>', \$move_out, '2>', \$move_err);
-	sleep 2;
+	# Wait until citus reports the move blocked by the holder's transaction
+	# (it waits on the worker, for the shard's metadata lock), rather than
+	# sleep and hope the move got there.
+	ok( $coord->poll_query_until(
+			'postgres', qq{
+SELECT count(*) > 0 FROM citus_lock_waits
+ WHERE blocked_statement LIKE 'SELECT citus_move_shard_placement%' AND blocking_gpid = $holder_gpid}),
+		'the shard move waits for the lock-mode transaction that holds a key of the shard (citus_lock_waits)');
 	is( $coord->safe_psql(
 			'postgres',
 			"SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT citus_move_shard_placement%'"
@@ -330,6 +345,8 @@ like( race(
 	$coord->safe_psql('postgres',
 		"SELECT FROM sandbox_store.sandbox_upsert('$key', 'e2b', 'sbx-a', 't-crash');"
 		  . " SELECT FROM sandbox_store.sandbox_upsert('$other', 'e2b', 'sbx-o', 't-crash')");
+	# A second's lease, meant to run out: nothing below needs it live, and the
+	# calls after the restart wait for its expiry themselves (no wait bound).
 	my $fence = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 second')");
 	kill9($victim);
 	my ($ret, $out, $err) =
@@ -361,7 +378,10 @@ like( race(
 	$standby->init_from_backup($primary, 'failover', has_streaming => 1);
 	$standby->start;
 	$coord->safe_psql('postgres', "SELECT FROM sandbox_store.sandbox_upsert('$key', 'e2b', 'sbx-f', 't-f')");
-	my $fence = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '2 seconds')");
+	# An hour's lease: it must still be live after the failover, however long
+	# that takes.
+	my ($fence, $token) = split /\|/, $coord->safe_psql('postgres',
+		"SELECT fence || '|' || owner_token FROM sandbox_store.sandbox_claim('$key', '1 hour')");
 	$primary->wait_for_catchup($standby);
 	kill9($primary);
 	$standby->promote;
@@ -374,8 +394,13 @@ like( race(
 	is(node_of($key)->port, $standby->port, "the key's worker failed over to its standby");
 	is(sqlstate_of($coord, "SELECT * FROM sandbox_store.sandbox_claim('$key', '1 minute', wait => '0')"),
 		'55P03', 'the live claim held through the failover');
-	sleep 3;
-	my $next = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 minute')");
+	# As after the move: the holder's last renewal leaves it a second, and the
+	# next claim waits for it to run out.
+	is( $coord->safe_psql('postgres',
+			"SELECT sandbox_store.sandbox_renew('$key', '$token', '1 second') IS NOT NULL"),
+		't', 'the holder renews its claim on the promoted standby');
+	my $next = $coord->safe_psql('postgres',
+		"SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 hour', wait => '3 minutes')");
 	cmp_ok($next, '>', $fence, "after the failover the next fence ($next) is above the last ($fence)");
 	is(sqlstate_of($coord, "SELECT sandbox_store.sandbox_upsert('$key', 'e2b', 'x', 't', fence => $fence)"),
 		'SB001', 'the old holder is refused');

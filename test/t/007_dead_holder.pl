@@ -73,14 +73,22 @@ sub waiter_time
 # 2. Lock mode: the client freezes while idle in transaction.
 {
 	my ($h, $client, $backend) = holder();
-	$h->query_safe(q{BEGIN; SELECT action FROM sandbox_store.sandbox_ensure('k2', 'run-1')});
+	# The holder's last statement notes the server's clock: it goes idle
+	# after that.  The waiter notes when it got the key: the gap is at least
+	# the idle time the timeout waited, however long the test took to start
+	# the waiter.
+	my ($idle_since) = (split /\n/, $h->query_safe(
+		q{BEGIN; SELECT action FROM sandbox_store.sandbox_ensure('k2', 'run-1'); SELECT extract(epoch FROM clock_timestamp())}))[-1];
 	kill 'STOP', $client;
-	my ($took, $action) = waiter_time('k2',
-		q{BEGIN; SELECT action FROM sandbox_store.sandbox_ensure('k2', 'run-2', wait => '30s'); ROLLBACK;});
+	my ($took, $out) = waiter_time('k2',
+		q{BEGIN; SELECT action || ' ' || extract(epoch FROM clock_timestamp()) FROM sandbox_store.sandbox_ensure('k2', 'run-2', wait => '30s'); ROLLBACK;});
+	my ($action, $got_at) = split / /, $out;
 	is($action, 'create', 'frozen idle client: the waiter gets the key');
 	cmp_ok($took, '<', 10,
 		sprintf('frozen idle client: idle_in_transaction_session_timeout (2 s) let the waiter in within 10 s (%.2f s)', $took));
-	cmp_ok($took, '>=', 1, '... after the holder was idle for about that long, not at once');
+	cmp_ok($got_at - $idle_since, '>=', 1.9,
+		sprintf('... after the holder was idle for about that long, not at once (%.2f s on the server clock)',
+			$got_at - $idle_since));
 	kill 'CONT', $client;
 	kill 'KILL', $client;
 	eval { $h->{run}->finish };
@@ -106,21 +114,25 @@ sub waiter_time
 # 4. Lease mode: the holder freezes holding a claim, then wakes up.
 {
 	my ($h, $client, $backend) = holder(on_error_stop => 0);
-	my ($fence) = $h->query_safe(
-		q{SELECT fence FROM sandbox_store.sandbox_ensure('k4', 'run-1', lease => '2 seconds')});
+	# A 2-second lease, meant to run out while the holder is frozen.
+	my ($fence, $expires) = split /\|/, $h->query_safe(
+		q{SELECT fence || '|' || lease_expires_at FROM sandbox_store.sandbox_ensure('k4', 'run-1', lease => '2 seconds')});
 	kill 'STOP', $client;
 	my $t0 = time;
-	my $taken = $node->safe_psql('postgres', q{
-SELECT action, fence FROM sandbox_store.sandbox_ensure('k4', 'run-2', wait => '30s', lease => '1 minute') \\gset
-SELECT :'action' || ':' || :fence;
+	# The successor's claim began at its expiry minus its lease: compared with
+	# the frozen claim's expiry on the server's clock, not with the test's.
+	my $taken = $node->safe_psql('postgres', qq{
+SELECT action, fence, lease_expires_at - interval '1 minute' >= '$expires'::timestamptz AS after_expiry
+  FROM sandbox_store.sandbox_ensure('k4', 'run-2', wait => '30s', lease => '1 minute') \\gset
+SELECT :'action' || ':' || :fence || ':' || :'after_expiry';
 SELECT FROM sandbox_store.sandbox_upsert('k4', 'prov', 'sbx-successor', 't', fence => :fence);},
 		extra_params => [ '-U', 'app' ]);
 	my $took = time - $t0;
-	my ($action, $new_fence) = $taken =~ /^(\w+):(\d+)/;
+	my ($action, $new_fence, $after_expiry) = $taken =~ /^(\w+):(\d+):(\w+)/;
 	is($action, 'create', 'frozen lease holder: the successor takes the key over');
 	cmp_ok($new_fence, '>', $fence, "... with a higher fence ($new_fence > $fence)");
 	cmp_ok($took, '<', 10, sprintf('... within 10 s of a 2 s lease (%.2f s)', $took));
-	cmp_ok($took, '>=', 1, '... and not before the lease expired');
+	is($after_expiry, 't', '... and not before the lease expired (on the server clock)');
 
 	# The old holder wakes up and writes with its old fence.
 	kill 'CONT', $client;

@@ -86,7 +86,9 @@ let pool: pg.Pool;
 let store: PgSandboxCheckpointStore<Message>;
 before(() => {
   pool = newPool(3);
-  store = createCheckpointStore<Message>(pool, { leaseDurationMs: 120_000 });
+  // An hour: the writers of threadWithRoot must outlive what a test does
+  // with them (a kill test waits up to a minute twice, more on a busy machine).
+  store = createCheckpointStore<Message>(pool, { leaseDurationMs: 3_600_000 });
 });
 after(async () => {
   await pool.end();

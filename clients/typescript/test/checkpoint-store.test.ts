@@ -41,7 +41,7 @@ import {
   utf8Order,
   type Message,
 } from './checkpoints.js';
-import { newPool, sleep } from './helpers.js';
+import { eventually, newPool } from './helpers.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 const LEASE = 60_000;
@@ -526,19 +526,40 @@ describe('checkpoint store: the writer lease', () => {
   });
 
   test('with the database clock (no `now`): a short lease runs out in real time and is taken over', async () => {
-    const store = createCheckpointStore(pool, { leaseDurationMs: 1500, renewAfterMs: 500 });
+    // An hour's lease while the test checks what a live writer does (however
+    // slow the machine); then its last renewal leaves it a second, which runs
+    // out in real time, and the takeover is tried until it gets the writer.
+    const lease = 3_600_000;
+    const store = createCheckpointStore(pool, { leaseDurationMs: lease });
     const s = scope('dbclock');
     const thread = `${s}/thread`;
-    const { rows } = await pool.query<{ ms: string }>(
-      'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms',
-    );
+    const dbClock = async (): Promise<number> => {
+      const { rows } = await pool.query<{ ms: string }>(
+        'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::text AS ms',
+      );
+      return Number(rows[0]!.ms);
+    };
+    const before = await dbClock();
     const a = await store.acquireWriter(thread);
-    const dbNow = Number(rows[0]!.ms);
-    assert.ok(a.expiresAt >= dbNow + 1500 && a.expiresAt < dbNow + 1500 + 5_000, `${a.expiresAt} vs ${dbNow}`);
+    const after = await dbClock();
+    assert.ok(a.expiresAt >= before + lease && a.expiresAt <= after + lease, `${a.expiresAt} vs ${before}..${after}`);
     await rejectsWith(store.acquireWriter(thread), 'SANDBOX_SNAPSHOT_WRITER_CONFLICT');
     await store.append({ checkpoint: checkpoint(`${s}/c1`, thread, null, 1), expectedHeadId: null, writer: a });
-    await sleep(1700);
-    const b = await store.acquireWriter(thread);
+    await pool.query(
+      'SELECT sandbox_store.checkpoint_renew_writer(thread_id => $1, owner_token => $2::uuid, fence => $3, lease_ms => 1000)',
+      [thread, a.ownerToken, a.fence],
+    );
+    let b: Awaited<ReturnType<typeof store.acquireWriter>> | undefined;
+    await eventually('the takeover once the shortened lease ran out', async () => {
+      try {
+        b = await store.acquireWriter(thread);
+        return true;
+      } catch (error) {
+        if (error instanceof SandboxCheckpointError && error.code === 'SANDBOX_SNAPSHOT_WRITER_CONFLICT') return false;
+        throw error;
+      }
+    });
+    assert.ok(b);
     await rejectsWith(
       store.append({ checkpoint: checkpoint(`${s}/c2`, thread, `${s}/c1`, 2), expectedHeadId: `${s}/c1`, writer: a }),
       'SANDBOX_SNAPSHOT_WRITER_LOST',

@@ -39,7 +39,7 @@ try {
     runId: args.runId,
     provider: 'fake',
     mode: args.mode,
-    leaseMs: 5000,
+    leaseMs: 30_000, // long against a create and the waits of a loaded machine: no lease runs out here
     create: async () => {
       const id = `sbx-${randomUUID()}`;
       await logProviderCall(pool, args.threadId, 'create', id);

@@ -19,7 +19,20 @@ import {
   type LockMode,
   type SandboxInstanceRecord,
 } from '../src/index.js';
-import { aborted, keyLocks, liveClaim, newPool, openTransactions, sleep, uniqueKey } from './helpers.js';
+import {
+  aborted,
+  claimExpiry,
+  databaseClockPast,
+  eventually,
+  keyLocks,
+  liveClaim,
+  newPool,
+  openTransactions,
+  sleep,
+  started,
+  uniqueKey,
+  within,
+} from './helpers.js';
 
 const HOLDER_APP = 'sandbox_store_ts_ensure_a';
 let poolA: pg.Pool;
@@ -250,18 +263,34 @@ describe('ensureSandbox, lock mode specifics', () => {
   test('a concurrent ensure waits, then resumes what the first one created', async () => {
     const key = uniqueKey('ens-wait');
     const p = new FakeProvider();
+    // The create runs until the test lets it end: whatever the machine's
+    // speed, the other callers come while the first holds the key.
+    const creating = started();
+    const done = started();
     const slow = p.options(key, 'run-1', {
       create: async () => {
-        await sleep(200);
+        creating.mark();
+        await done.promise;
         p.calls.push('create');
         p.live.add('sbx-slow');
         return { sandbox: { id: 'sbx-slow', how: 'created' }, providerSandboxId: 'sbx-slow' };
       },
     });
     const first = ensureSandbox(poolA, slow);
-    await sleep(50);
-    await assert.rejects(ensureSandbox(poolB, p.options(key, 'run-x', { waitMs: 0 })), LockNotAvailableError);
-    const second = await ensureSandbox(poolB, p.options(key, 'run-2'));
+    let waiting: ReturnType<typeof ensureSandbox<FakeSandbox>> | undefined;
+    try {
+      await within(30_000, creating.promise, 'the first create');
+      await assert.rejects(ensureSandbox(poolB, p.options(key, 'run-x', { waitMs: 0 })), LockNotAvailableError);
+      waiting = ensureSandbox(poolB, p.options(key, 'run-2'));
+      // The second is in the database, waiting for the key's lock.
+      await eventually('the second ensure waiting for the key', async () =>
+        (await keyLocks(poolA, key)).some((lock) => lock.endsWith(':false')),
+      );
+    } finally {
+      done.mark();
+    }
+    const second = await waiting;
+    assert.ok(second);
     assert.equal((await first).outcome, 'created');
     assert.equal(second.outcome, 'resumed');
     assert.equal(second.record.providerSandboxId, 'sbx-slow');
@@ -280,7 +309,7 @@ describe('ensureSandbox, lock mode specifics', () => {
               key,
             ]);
             await poolB.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
-            reason = await aborted(ctx.signal, 5000);
+            reason = await aborted(ctx.signal, 30_000);
             return { sandbox: { id: 'sbx-orphan', how: 'created' }, providerSandboxId: 'sbx-orphan' };
           },
         }),
@@ -302,18 +331,24 @@ describe('ensureSandbox, lease mode specifics', () => {
       poolA,
       p.options(key, 'run-1', {
         mode: 'lease',
-        leaseMs: 1000,
+        // Renewed every 250 ms, a 5 s lease outlives renewals that a loaded
+        // machine delays by seconds.
+        leaseMs: 5000,
         renewEveryMs: 250,
         create: async (ctx) => {
           ctx.signal.addEventListener('abort', () => aborts++);
-          const until = Date.now() + 2500; // two and a half leases
-          while (Date.now() < until) {
+          const claim = await liveClaim(poolB, key);
+          const firstExpiry = await claimExpiry(poolB, key);
+          assert.ok(claim && firstExpiry);
+          // Until the first lease has run out by the database's clock.
+          do {
             await assert.rejects(
               ensureSandbox(poolB, p.options(key, 'run-x', { mode: 'lease', waitMs: 0 })),
               LockNotAvailableError,
             );
             await sleep(100);
-          }
+          } while (!(await databaseClockPast(poolB, firstExpiry)));
+          assert.deepStrictEqual(await liveClaim(poolB, key), claim, 'the same claim, live after its first lease');
           return { sandbox: { id: 'sbx-slow', how: 'created' }, providerSandboxId: 'sbx-slow' };
         },
       }),
@@ -336,7 +371,7 @@ describe('ensureSandbox, lease mode specifics', () => {
           leaseMs: 300,
           renewEveryMs: 60_000, // renewals never come: the lease runs out
           create: async (ctx) => {
-            reason = await aborted(ctx.signal, 3000);
+            reason = await aborted(ctx.signal, 30_000);
             // Another server takes the key over and records its own sandbox.
             successor = await ensureSandbox(poolB, p.options(key, 'run-2', { mode: 'lease' }));
             // This (paused) one still comes back with a sandbox...

@@ -26,6 +26,40 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** A promise that something started (a section, a resume), and the call that says so. */
+export interface Started {
+  promise: Promise<void>;
+  mark: () => void;
+}
+
+export function started(): Started {
+  let mark!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    mark = resolve;
+  });
+  return { promise, mark };
+}
+
+/**
+ * Resolves once `check` is true, looking every `everyMs`; rejects with `what`
+ * after `timeoutMs`.  For a state the test must wait for (a waiter in the
+ * database, a reader parked) instead of a sleep that assumes it was reached:
+ * the bound is generous, only a failing test waits for it.
+ */
+export async function eventually(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 30_000,
+  everyMs = 20,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(everyMs);
+  }
+}
+
 /** Resolves with the abort reason once `signal` aborts; rejects after `timeoutMs`. */
 export function aborted(signal: AbortSignal, timeoutMs: number): Promise<unknown> {
   if (signal.aborted) return Promise.resolve(signal.reason);
@@ -88,6 +122,21 @@ export async function liveClaim(
     [key],
   );
   return result.rows[0];
+}
+
+/** The expiry of the live claim on `key`, as the database's text (exact), if there is one. */
+export async function claimExpiry(pool: pg.Pool, key: string): Promise<string | undefined> {
+  const result = await pool.query<{ expires: string }>(
+    'SELECT lease_expires_at::text AS expires FROM sandbox_store.claims WHERE key = $1',
+    [key],
+  );
+  return result.rows[0]?.expires;
+}
+
+/** Whether the database server's clock is past `at` (a timestamptz as text). */
+export async function databaseClockPast(pool: pg.Pool, at: string): Promise<boolean> {
+  const result = await pool.query<{ past: boolean }>('SELECT clock_timestamp() > $1::timestamptz AS past', [at]);
+  return result.rows[0]?.past === true;
 }
 
 /** Provider calls the fake providers logged for a thread: { create: n, resume: n, ... }. */

@@ -13,7 +13,18 @@ import {
   createLockStore,
   tanstackSandboxKey,
 } from '../src/index.js';
-import { aborted, keyLocks, liveClaim, newPool, openTransactions, record, sleep, uniqueKey } from './helpers.js';
+import {
+  aborted,
+  claimExpiry,
+  databaseClockPast,
+  keyLocks,
+  liveClaim,
+  newPool,
+  openTransactions,
+  record,
+  sleep,
+  uniqueKey,
+} from './helpers.js';
 
 const HOLDER_APP = 'sandbox_store_ts_lease_a';
 let poolA: pg.Pool;
@@ -65,30 +76,31 @@ describe('lease mode', () => {
 
   test('renewal keeps the claim: same fence, nobody else gets in, the signal stays quiet', async () => {
     const key = uniqueKey('lease-renew');
-    const locks = createLockStore(poolA, { mode: 'lease', leaseMs: 1000, renewEveryMs: 250 });
+    // Renewed every 250 ms, a 5 s lease outlives renewals that a loaded
+    // machine delays by seconds: only a renewal that fails lets it lapse.
+    const locks = createLockStore(poolA, { mode: 'lease', leaseMs: 5000, renewEveryMs: 250 });
     const other = createLockStore(poolB, { mode: 'lease', waitMs: 0 });
     await locks.withLock(key, async (signal) => {
       const first = await liveClaim(poolB, key);
       assert.ok(first);
-      const { rows } = await poolB.query<{ expires: Date }>(
-        'SELECT lease_expires_at AS expires FROM sandbox_store.claims WHERE key = $1',
-        [key],
-      );
-      const firstExpiry = rows[0]!.expires.getTime();
-      const until = Date.now() + 2500; // two and a half leases
-      while (Date.now() < until) {
+      const firstExpiry = await claimExpiry(poolB, key);
+      assert.ok(firstExpiry);
+      // Until the first lease has run out by the database's clock.
+      do {
         await assert.rejects(
           other.withLock(key, async () => 'never'),
           LockNotAvailableError,
         );
         assert.deepStrictEqual(await liveClaim(poolB, key), first);
         await sleep(150);
-      }
-      const again = await poolB.query<{ expires: Date }>(
-        'SELECT lease_expires_at AS expires FROM sandbox_store.claims WHERE key = $1',
-        [key],
+      } while (!(await databaseClockPast(poolB, firstExpiry)));
+      // Past its first expiry the same claim is live: renewed, not retaken.
+      assert.deepStrictEqual(await liveClaim(poolB, key), first, 'live after its first lease ran out');
+      const again = await poolB.query<{ later: boolean }>(
+        'SELECT lease_expires_at > $2::timestamptz AS later FROM sandbox_store.claims WHERE key = $1',
+        [key, firstExpiry],
       );
-      assert.ok(again.rows[0]!.expires.getTime() > firstExpiry + 1500, 'the expiry moved on');
+      assert.equal(again.rows[0]?.later, true, 'the expiry moved on');
       assert.equal(signal.aborted, false);
     });
     assert.equal(await liveClaim(poolB, key), undefined);
@@ -96,13 +108,15 @@ describe('lease mode', () => {
 
   test('a lost claim aborts the signal with ClaimLostError (SB001)', async () => {
     const key = uniqueKey('lease-lost');
-    const locks = createLockStore(poolA, { mode: 'lease', leaseMs: 3000, renewEveryMs: 200 });
+    // A long lease, renewed often: the next renewal finds the claim gone
+    // long before the lease could run out on its own.
+    const locks = createLockStore(poolA, { mode: 'lease', leaseMs: 60_000, renewEveryMs: 200 });
     const result = await locks.withLock(key, async (signal) => {
       const claim = await liveClaim(poolB, key);
       assert.ok(claim);
       // Someone (an operator, a bug) ends the claim: the next renewal finds out.
       await poolB.query('SELECT sandbox_store.sandbox_release($1, $2::uuid)', [key, claim.owner_token]);
-      const reason = await aborted(signal, 2000);
+      const reason = await aborted(signal, 30_000);
       assert.ok(reason instanceof ClaimLostError, String(reason));
       assert.equal(reason.sqlstate, 'SB001');
       return 'fn decides what to return';
@@ -115,7 +129,7 @@ describe('lease mode', () => {
     // Renewals far too rare: the lease runs out first.
     const locks = createLockStore(poolA, { mode: 'lease', leaseMs: 300, renewEveryMs: 60_000 });
     await locks.withLock(key, async (signal) => {
-      const reason = await aborted(signal, 3000);
+      const reason = await aborted(signal, 30_000);
       assert.ok(reason instanceof LockLostError, String(reason));
       assert.ok(!(reason instanceof ClaimLostError));
     });
@@ -129,7 +143,7 @@ describe('lease mode', () => {
     const successorInstances = createInstanceStore(poolB);
     await locks.withLock(key, async (signal) => {
       await instances.upsert(record(key, { latestRunId: 'run-1' })); // fenced, and fine
-      await aborted(signal, 3000); // the lease ran out
+      await aborted(signal, 30_000); // the lease ran out
       await successor.withLock(key, async () => {
         await successorInstances.upsert(record(key, { latestRunId: 'run-2' }));
       });

@@ -28,7 +28,7 @@ import {
   type LockMode,
   type LockStore,
 } from '../src/index.js';
-import { keyLocks, liveClaim, newPool, sleep, uniqueKey, within } from './helpers.js';
+import { eventually, keyLocks, liveClaim, newPool, sleep, uniqueKey, within } from './helpers.js';
 import { FakeProvider, RunStore, ensure, withRunClaim } from './upstream.js';
 
 let other: pg.Pool;
@@ -41,11 +41,13 @@ after(async () => {
 
 /**
  * Every client of the pool is back and idle (or closed), and nobody waits for
- * one: within a second, since a client whose statement was cancelled goes
- * back (closed) once that statement has ended.
+ * one: a client whose statement was cancelled goes back (closed) once that
+ * statement has ended, so this waits for that (a generous bound: a loaded
+ * machine ends it late, a leak never does).
  */
 async function poolAtRest(pool: pg.Pool): Promise<void> {
-  for (let i = 0; i < 100 && (pool.waitingCount !== 0 || pool.idleCount !== pool.totalCount); i++) {
+  const deadline = Date.now() + 30_000;
+  while ((pool.waitingCount !== 0 || pool.idleCount !== pool.totalCount) && Date.now() < deadline) {
     await sleep(10);
   }
   assert.equal(pool.waitingCount, 0, 'nobody waits for a connection');
@@ -62,20 +64,32 @@ async function busyBackends(pool: pg.Pool): Promise<number> {
   return rows[0]?.n ?? -1;
 }
 
-/** Statements of the extension still running in other backends, after up to 2 s for a cancel to land. */
+/**
+ * Statements of the extension running in other backends now, whose text
+ * matches `pattern` (a regular expression; by default any function of the
+ * extension).  A call waiting for a key is one.
+ */
+async function activeCalls(pool: pg.Pool, pattern = 'sandbox_store\\.sandbox_'): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_catalog.pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
+        AND query ~ $1`,
+    [pattern],
+  );
+  return rows[0]?.n ?? -1;
+}
+
+/** The calls that take a key (and wait for it): not a holder's renewal. */
+const TAKING = 'sandbox_store\\.sandbox_(lock|claim|ensure)\\(';
+
+/** Statements of the extension still running in other backends, after up to 30 s for a cancel to land. */
 async function runningCalls(pool: pg.Pool): Promise<number> {
-  let n = -1;
-  for (let i = 0; i < 40; i++) {
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_catalog.pg_stat_activity
-        WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
-          AND query LIKE '%sandbox_store.sandbox_%'`,
-    );
-    n = rows[0]?.n ?? -1;
-    if (n === 0) return 0;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const n = await activeCalls(pool);
+    if (n === 0 || Date.now() > deadline) return n;
     await sleep(50);
   }
-  return n;
 }
 
 /** Hold key through store in a section of its own until release() (which waits for the section to end). */
@@ -196,7 +210,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
           const controller = new AbortController();
           const reason = new Error('the user gave up');
           const waiting = waiter.withLock(key, async () => 'never', { signal: controller.signal });
-          await sleep(200); // in the database by now
+          await eventually('the wait in the database', async () => (await activeCalls(other, TAKING)) > 0);
           const t0 = Date.now();
           controller.abort(reason);
           await assert.rejects(waiting, (error: unknown) => error === reason);
@@ -267,7 +281,7 @@ for (const mode of ['lock', 'lease'] as LockMode[]) {
             },
             resume: async () => 1,
           });
-          await sleep(200);
+          await eventually('the wait in the database', async () => (await activeCalls(other, TAKING)) > 0);
           const t0 = Date.now();
           controller.abort();
           await assert.rejects(ensuring, (error: unknown) => error instanceof Error && error.name === 'AbortError');

@@ -22,7 +22,7 @@ import {
   createStreamDurability,
   type RunRecord,
 } from '../src/index.js';
-import { newPool, sleep, within } from './helpers.js';
+import { eventually, newPool, sleep, started, within } from './helpers.js';
 
 const id = (prefix: string): string => `ts-test/${prefix}/${randomUUID()}`;
 
@@ -34,10 +34,35 @@ after(async () => {
   await pool.end();
 });
 
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+async function collect<T>(iterable: AsyncIterable<T>, onItem?: (item: T) => void): Promise<T[]> {
   const out: T[] = [];
-  for await (const item of iterable) out.push(item);
+  for await (const item of iterable) {
+    out.push(item);
+    onItem?.(item);
+  }
   return out;
+}
+
+/**
+ * A pool whose statements of `marker` (a piece of their text) mark
+ * `answered` once the first of them has been answered: a reader's first
+ * look at its log is then done, whenever that was.
+ */
+function markingPool(max: number, marker: string): { pool: pg.Pool; answered: Promise<void> } {
+  const marked = newPool(max);
+  const seen = started();
+  const connect = marked.connect.bind(marked);
+  (marked as { connect: () => Promise<pg.PoolClient> }).connect = async () => {
+    const client = await connect();
+    const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<unknown>;
+    (client as { query: unknown }).query = async (text: string, values?: unknown[]) => {
+      const result = await query(text, values);
+      if (typeof text === 'string' && text.includes(marker)) seen.mark();
+      return result;
+    };
+    return client;
+  };
+  return { pool: marked, answered: seen.promise };
 }
 
 describe('RunStore', () => {
@@ -261,14 +286,21 @@ describe('run log (createStreamDurability)', () => {
     const runId = id('log');
     const log = createStreamDurability(pool, { runId });
     await log.append([{ n: 1 }]);
-    const reading = collect(log.read('now'));
-    await sleep(50);
-    await log.append([{ n: 2 }]);
-    await log.close();
-    assert.deepEqual(
-      (await within(5000, reading, 'read')).map((e) => e.chunk),
-      [{ n: 2 }],
-    );
+    // The reader's pool tells when its first look (which fixes the tail) was
+    // answered: the next append comes after the join, however late that was.
+    const joining = markingPool(2, 'run_log_status');
+    try {
+      const reading = collect(createStreamDurability(joining.pool, { runId }).read('now'));
+      await within(30_000, joining.answered, "the reader's first look");
+      await log.append([{ n: 2 }]);
+      await log.close();
+      assert.deepEqual(
+        (await within(30_000, reading, 'read')).map((e) => e.chunk),
+        [{ n: 2 }],
+      );
+    } finally {
+      await joining.pool.end();
+    }
   });
 
   test('abort ends a parked reader', async () => {
@@ -299,16 +331,17 @@ describe('run log (createStreamDurability)', () => {
   test('a from-start join of an unknown or empty log waits firstChunkDeadlineMs, then throws', async () => {
     const runId = id('log');
     const log = createStreamDurability(pool, { runId }, { firstChunkDeadlineMs: 150 });
-    const started = Date.now();
+    const t0 = Date.now();
     await assert.rejects(collect(log.read('-1')), /no data within 150ms/);
-    assert.ok(Date.now() - started >= 140, 'it waited');
-    // Default 100 ms, and a first chunk within the deadline is read.
-    const late = createStreamDurability(pool, { runId: id('log') }, { firstChunkDeadlineMs: 2000 });
+    assert.ok(Date.now() - t0 >= 140, 'it waited');
+    // A first chunk within the deadline is read (a deadline long against
+    // the append that comes 100 ms later: only a failing read waits it out).
+    const late = createStreamDurability(pool, { runId: id('log') }, { firstChunkDeadlineMs: 30_000 });
     const reading = collect(late.read('-1'));
     await sleep(100);
     await late.append([{ n: 1 }]);
     await late.close();
-    assert.equal((await within(5000, reading, 'join')).length, 1);
+    assert.equal((await within(30_000, reading, 'join')).length, 1);
   });
 
   test('a read of an offset of an unknown run throws at once; a foreign or malformed offset throws', async () => {
@@ -418,8 +451,10 @@ describe('run log (createStreamDurability)', () => {
 });
 
 describe('run driver (createRunDriver)', () => {
+  // A lease long against a claim's work on a loaded machine: nothing here
+  // waits for one to run out.
   const locks = (): ReturnType<typeof createLockStore> =>
-    createLockStore(pool, { mode: 'lease', waitMs: null, leaseMs: 2000 });
+    createLockStore(pool, { mode: 'lease', waitMs: null, leaseMs: 30_000 });
 
   test('claim bumps the epoch; pipe appends under it, closes the log and records the outcome', async () => {
     const runs = createRunStore(pool);
@@ -513,7 +548,12 @@ describe('run driver (createRunDriver)', () => {
       await assert.rejects(runs.update(runId, { status: 'completed' }), ClaimLostError);
       return claim.epoch;
     });
-    await sleep(200);
+    // The first claim (epoch 1) is driving: its first chunk is in the log.
+    await eventually('the first claim appending', async () =>
+      (await createStreamDurability(pool, { runId }).snapshot()).some(
+        (e) => (e.chunk as { delta?: string }).delta === 'a1',
+      ),
+    );
     const second = await driver.claim({ locks: looseLocks('b'), runId }, async (claim) => {
       release();
       await first;
@@ -564,8 +604,11 @@ describe('the listener connection', () => {
       const ids = Array.from({ length: 200 }, () => id('tail'));
       const logs = ids.map((runId) => createStreamDurability(readers, { runId }));
       for (const log of logs) await log.append([{ n: 0 }]);
-      const reading = logs.map((log) => collect(log.read('-1')));
-      await sleep(500);
+      // Every reader has read its first chunk, so it listens (a reader
+      // subscribes before it reads) and tails its log now.
+      let firstChunks = 0; // nothing else is appended until they all have theirs
+      const reading = logs.map((log) => collect(log.read('-1'), () => firstChunks++));
+      await eventually('200 readers tailing', () => firstChunks === 200);
       assert.equal(await count(), 1, 'one listener connection');
       const { rows } = await pool.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_catalog.pg_stat_activity
@@ -591,11 +634,18 @@ describe('the listener connection', () => {
       const runId = id('reconnect');
       const log = createStreamDurability(readers, { runId });
       await log.append([{ n: 0 }]);
-      const reading = collect(log.read('-1'));
-      await sleep(200);
-      await pool.query(
-        `SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity
+      // Once the reader has read its first chunk, its listener is connected.
+      const first = started();
+      const reading = collect(log.read('-1'), () => first.mark());
+      await within(30_000, first.promise, 'the first chunk');
+      const { rows } = await pool.query<{ terminated: boolean }>(
+        `SELECT pg_catalog.pg_terminate_backend(pid) AS terminated FROM pg_catalog.pg_stat_activity
           WHERE application_name = 'sandbox_store_ts_reconnect/run_log_listener'`,
+      );
+      assert.deepEqual(
+        rows.map((r) => r.terminated),
+        [true],
+        'the listener connection was there, and was terminated',
       );
       await sleep(50);
       // Written while the listener may be away: the reconnect's wake re-reads it.

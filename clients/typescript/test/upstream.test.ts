@@ -22,7 +22,7 @@ import {
   type SandboxInstanceRecord,
   type SandboxInstanceStore,
 } from '../src/index.js';
-import { keyLocks, newPool, sleep } from './helpers.js';
+import { keyLocks, newPool, sleep, started, within, type Started } from './helpers.js';
 import {
   FakeProvider,
   RunStore,
@@ -231,20 +231,36 @@ for (const { mode, tanstack } of configs) {
       assert.equal(await locks.withLock(lockName('k'), async () => 'done'), 'done');
     });
 
-    test(`runs different keys concurrently: ['b', 'a'] (x${REPEAT})`, async () => {
+    // Upstream asserts ['b', 'a'] (a sleeps 20 ms, b does not), an order that
+    // only timing decides.  What it means: different keys do not serialize.
+    // So each section, once in, stays in until the other key's section has
+    // started too; that ends only if neither key waits for the other.
+    test(`runs different keys concurrently: both sections in at once (x${REPEAT})`, async () => {
       const locks = makeLocks();
       for (let i = 0; i < REPEAT; i++) {
         const events: string[] = [];
-        await Promise.all([
-          locks.withLock(lockName('a'), async () => {
-            await sleep(20);
-            events.push('a');
-          }),
-          locks.withLock(lockName('b'), async () => {
-            events.push('b');
-          }),
-        ]);
-        assert.deepStrictEqual(events, ['b', 'a'], `repetition ${i}`);
+        const a = started();
+        const b = started();
+        const section = (tag: string, mine: Started, other: Started) => async (): Promise<void> => {
+          events.push(`${tag}:start`);
+          mine.mark();
+          await other.promise;
+          events.push(`${tag}:end`);
+        };
+        try {
+          await within(
+            30_000,
+            Promise.all([
+              locks.withLock(lockName('a'), section('a', a, b)),
+              locks.withLock(lockName('b'), section('b', b, a)),
+            ]),
+            `repetition ${i}: the sections of keys a and b, each waiting for the other to start`,
+          );
+        } finally {
+          a.mark();
+          b.mark();
+        }
+        assert.deepStrictEqual(events.slice(0, 2).sort(), ['a:start', 'b:start'], `repetition ${i}: ${events}`);
       }
     });
   });
@@ -420,13 +436,21 @@ for (const { mode, tanstack } of configs) {
       const ctx = context(provider);
       await ensure(ctx);
       provider.calls.resume = 0;
+      const parked = started();
       let open!: () => void;
       const gate = new Promise<void>((resolve) => {
         open = resolve;
       });
-      provider.onResume = () => gate;
+      provider.onResume = () => {
+        parked.mark();
+        return gate;
+      };
       const first = ensureExisting(ctx);
       const second = ensureExisting({ ...ctx, runId: 'run-2' });
+      // The first resume is parked (however long it took to get there); the
+      // second caller, queued for the key, must not resume meanwhile.  The
+      // pause gives a wrong second resume the time to show.
+      await within(30_000, parked.promise, 'the first resume');
       await sleep(100);
       assert.equal(provider.calls.resume, 1);
       open();
