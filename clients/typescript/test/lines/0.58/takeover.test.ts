@@ -208,9 +208,10 @@ test('A is killed (kill -9) mid-stream; the reader reconnects to B with Last-Eve
     await checkRun(runId, events);
     const record = await finishedRecord(runId);
     assert.equal(record?.status, 'completed');
-    assert.equal(record?.driverEpoch, 1);
+    // (B's claim, the run's first: an epoch the database drew)
+    assert.ok(typeof record?.driverEpoch === 'number' && record.driverEpoch >= 1, JSON.stringify(record));
     assert.ok(
-      b.lines.some((l) => l['drove'] === runId && l['epoch'] === 1),
+      b.lines.some((l) => l['drove'] === runId && l['epoch'] === record?.driverEpoch),
       JSON.stringify(b.lines),
     );
   } finally {
@@ -238,10 +239,8 @@ test("A is paused (SIGSTOP) past its claim; B takes over once A's lease ran out;
       }),
       'the read on A',
     );
-    assert.ok(
-      a.lines.some((l) => l['claimed'] === true && l['epoch'] === 1),
-      JSON.stringify(a.lines),
-    );
+    const aEpoch = a.lines.find((l) => l['claimed'] === true)?.['epoch'];
+    assert.ok(typeof aEpoch === 'number' && aEpoch >= 1, JSON.stringify(a.lines));
     // A's claim as A left it (none if it ran out already): B can drive only
     // once it has run out, by the database's clock.
     const heldUntil = await claimExpiry(pool, `run-driver:${runId}`);
@@ -266,9 +265,10 @@ test("A is paused (SIGSTOP) past its claim; B takes over once A's lease ran out;
     const runs = createRunStore(pool);
     const byB = await finishedRecord(runId);
     assert.equal(byB?.status, 'completed');
-    assert.equal(byB?.driverEpoch, 2, "the run is B's (epoch 2)");
+    const bEpoch = byB?.driverEpoch;
+    assert.ok(typeof bEpoch === 'number' && bEpoch > aEpoch, `the run is B's (epoch ${bEpoch}, above A's ${aEpoch})`);
     assert.ok(
-      b.lines.some((l) => l['drove'] === runId && l['epoch'] === 2),
+      b.lines.some((l) => l['drove'] === runId && l['epoch'] === bEpoch),
       JSON.stringify(b.lines),
     );
 
