@@ -29,6 +29,7 @@ use strict;
 use warnings FATAL => 'all';
 
 use Exporter 'import';
+use FindBin ();
 use PostgreSQL::Test::BackgroundPsql;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -36,7 +37,7 @@ use Time::HiRes qw(usleep);
 
 our @EXPORT =
   qw(lit $EXT_LOCKS $RECORDS_QUERY $LEASES_QUERY sqlstate_of kill9_and_start kill9 start_after_kill9
-  install_sandbox_store unflushed_fence_todo);
+  install_sandbox_store unflushed_fence_todo edition_script);
 
 # The key locks of the extension (the view sandbox_store.key_locks).
 our $EXT_LOCKS = q{SELECT count(*) FROM sandbox_store.key_locks};
@@ -163,6 +164,22 @@ sub install_sandbox_store
 		q{SELECT edition || ' ' || (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) FROM sandbox_store.edition()});
 	die "sandbox_store.edition() and rolsuper say $got, not $edition false" unless $got eq "$edition false";
 	return;
+}
+
+# The SQL edition's file of this tree's version (the control file's
+# default_version) that make sql-edition writes into dist/: the plain script
+# ('plain') or the pg_tle registration ('pg_tle'); undef if it is not there.
+# (dist/ may hold other versions' files too.)
+sub edition_script
+{
+	my ($form) = @_;
+	my $root = "$FindBin::RealBin/../..";
+	open(my $fh, '<', "$root/sandbox_store.control") or die "sandbox_store.control: $!";
+	my ($version) = map { /^default_version = '(.*)'$/ ? $1 : () } <$fh>;
+	close($fh);
+	die 'no default_version in sandbox_store.control' unless defined $version;
+	my $file = "$root/dist/sandbox_store-$version" . ($form eq 'pg_tle' ? '-pg_tle' : '') . '.sql';
+	return -f $file ? $file : undef;
 }
 
 # The TODO reason for the checks that a fence seen before its commit is never

@@ -43,11 +43,11 @@ use Test::More;
 
 my $root = "$FindBin::RealBin/../..";
 # (dist/sandbox_store--FROM--TO.sql are the plain script's updates)
-my ($plain) = grep { !/pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
+my $plain = edition_script('plain');
 BAIL_OUT('no plain script in dist/: run make sql-edition') unless defined $plain;
 
 my $tle = ($ENV{SB_EDITION} // 'c') eq 'pg_tle';
-my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
+my $tle_script = edition_script('pg_tle');
 my ($ext_edition, $ext_words) = $tle ? ('pg_tle', 'the SQL edition, through pg_tle') : ('c', 'the C edition');
 
 my $node = PostgreSQL::Test::Cluster->new('editions');

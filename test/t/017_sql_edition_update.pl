@@ -35,8 +35,8 @@ use Test::More;
 
 my $root = "$FindBin::RealBin/../..";
 my $old = "$root/test/upgrade/sql-edition-1.4";
-my ($plain) = grep { !/pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
-my ($tle_script) = glob("$root/dist/sandbox_store-[0-9]*-pg_tle.sql");
+my $plain = edition_script('plain');
+my $tle_script = edition_script('pg_tle');
 my $plain_update = "$root/dist/sandbox_store--1.4--1.4.1.sql";
 # (then the updates from 1.4.1 on to the current version, one after the
 # other: each one's target is the next one's source)

@@ -521,7 +521,7 @@ my $run_file = sub {
 }
 if ($edition eq 'pg_tle')
 {
-	my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
+	my $tle_script = edition_script('pg_tle');
 	$node->safe_psql('postgres', q{CREATE DATABASE tle OWNER owner});
 	$node->safe_psql('tle', 'CREATE EXTENSION pg_tle; GRANT pgtle_admin TO owner');
 	local $ENV{PGUSER} = 'owner';
@@ -551,7 +551,7 @@ $node->safe_psql('postgres', q{CREATE DATABASE plain_runs OWNER owner});
 }
 if ($edition eq 'pg_tle')
 {
-	my ($tle_script) = grep { /pg_tle/ } glob("$root/dist/sandbox_store-[0-9]*.sql");
+	my $tle_script = edition_script('pg_tle');
 	$node->safe_psql('postgres', q{CREATE DATABASE tle_runs OWNER owner});
 	$node->safe_psql('tle_runs', 'CREATE EXTENSION pg_tle');
 	local $ENV{PGUSER} = 'owner';
