@@ -46,6 +46,9 @@ function cancelStatement(client: PoolClient): void {
   socket.unref();
 }
 
+/** How often a cancel request is sent again while the given-up statement runs. */
+const CANCEL_AGAIN_MS = 1000;
+
 /** How a statement that may wait for a key ended. */
 export interface WaitOutcome<R extends QueryResultRow> {
   result: QueryResult<R> | undefined;
@@ -99,7 +102,13 @@ export async function waitingStatement<R extends QueryResultRow>(
     if (first !== 'aborted') {
       return 'result' in first ? { result: first.result } : { result: undefined, error: first.error };
     }
+    // A cancel request that reaches the backend before it started the
+    // statement (the query still in flight on a loaded machine) is lost:
+    // send it again every second until the statement has ended.
     cancelStatement(client);
+    const again = setInterval(() => cancelStatement(client), CANCEL_AGAIN_MS);
+    again.unref();
+    void late.finally(() => clearInterval(again));
     return { result: undefined, error: signal.reason, abandoned: late };
   } finally {
     signal.removeEventListener('abort', onAbort);
