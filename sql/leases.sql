@@ -190,17 +190,23 @@ SELECT v.fence = c.fence AS successor_still_holds
 
 --
 -- Across expiry: a short lease runs out; the claims view drops it at once
--- (the leases row keeps the token until someone takes the key over).
+-- (the leases row keeps the token until someone takes the key over).  The
+-- claims are live on a minute's lease while they are listed, then renewed
+-- to a millisecond (a busy machine may take longer than a short lease
+-- between two statements: no lease the test needs live is short).
 --
 SELECT fence AS rel_fence, owner_token AS rel_token FROM c WHERE step = 'after release' \gset
-SELECT sandbox_store.sandbox_renew('L-new', :'rel_token', '300 ms') IS NOT NULL AS renewed_short;
+SELECT sandbox_store.sandbox_renew('L-new', :'rel_token', '1 minute') IS NOT NULL AS renewed;
 SELECT fence AS exp_fence, owner_token AS exp_token
-  FROM sandbox_store.sandbox_ensure('L-expire', 'run-1', lease => '300 ms') \gset
+  FROM sandbox_store.sandbox_ensure('L-expire', 'run-1', lease => '1 minute') \gset
 SELECT fence AS rp_fence, owner_token AS rp_token
-  FROM sandbox_store.sandbox_ensure('L-expire-renew', 'run-1', lease => '300 ms') \gset
+  FROM sandbox_store.sandbox_ensure('L-expire-renew', 'run-1', lease => '1 minute') \gset
 SELECT key FROM sandbox_store.claims WHERE key IN ('L-new', 'L-expire', 'L-expire-renew')
  ORDER BY key;
-SELECT pg_sleep(0.4);
+SELECT sandbox_store.sandbox_renew('L-new', :'rel_token', '1 millisecond') IS NOT NULL AS renewed_short,
+       sandbox_store.sandbox_renew('L-expire', :'exp_token', '1 millisecond') IS NOT NULL AS renewed_short,
+       sandbox_store.sandbox_renew('L-expire-renew', :'rp_token', '1 millisecond') IS NOT NULL AS renewed_short;
+SELECT pg_sleep(0.01);
 SELECT key FROM sandbox_store.claims WHERE key IN ('L-new', 'L-expire', 'L-expire-renew')
  ORDER BY key;
 SELECT key, owner_token IS NOT NULL AS token_kept FROM sandbox_store.leases
@@ -360,10 +366,11 @@ SELECT * FROM sandbox_store.sandbox_reap('1 day');
 -- fence) and reaps.
 SELECT key FROM sandbox_store.sandbox_upsert('R7', 'prov-r', 'sbx-r7', 'thread-R',
                                              updated_at => '2000-01-01 00:00:00+00');
-SELECT fence AS r7_fence FROM sandbox_store.sandbox_ensure('R7', 'run-1', max_age => '1 day',
-                                                           lease => '300 ms') \gset
+SELECT fence AS r7_fence, owner_token AS r7_token
+  FROM sandbox_store.sandbox_ensure('R7', 'run-1', max_age => '1 day', lease => '1 minute') \gset
 SELECT key FROM sandbox_store.sandbox_reap('1 day');
-SELECT pg_sleep(0.35);
+SELECT sandbox_store.sandbox_renew('R7', :'r7_token', '1 millisecond') IS NOT NULL AS renewed_short;
+SELECT pg_sleep(0.01);
 SELECT key FROM sandbox_store.sandbox_reap('1 day');
 SELECT fence > :r7_fence AS new_fence, owner_token FROM sandbox_store.leases WHERE key = 'R7';
 SELECT count(*) AS locks FROM my_sb_locks;
