@@ -116,3 +116,4 @@ export {
   type RunDriverOptions,
   type RunPipeInput,
 } from './run-driver.js';
+export { continueAfterLog, resumeOf, type RunResume } from './run-continue.js';

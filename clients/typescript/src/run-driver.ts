@@ -43,6 +43,12 @@ export interface RunClaimInput {
   runId: string;
   locks: LockStore;
   runs?: unknown;
+  /**
+   * Gives up the wait for the lock or lease when it aborts (passed to
+   * `locks.withLock` as its `signal`): `claim` rejects with the signal's
+   * reason.  Once the run is claimed it no longer matters.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** What `pipe` takes: TanStack AI 0.58's `{ runId, threadId, signal }`; `signal` is a claim's. */
@@ -93,14 +99,14 @@ function isUsage(value: unknown): value is RunUsage {
   );
 }
 
-interface Outcome {
+export interface Outcome {
   status: RunStatus;
   error?: RunError;
   usage?: RunUsage;
 }
 
 /** The outcome a terminal chunk of TanStack AI 0.58 records: RUN_FINISHED, RUN_ERROR (code 'aborted': aborted). */
-function terminalOutcome(chunk: unknown): Outcome | undefined {
+export function terminalOutcome(chunk: unknown): Outcome | undefined {
   if (typeof chunk !== 'object' || chunk === null) return undefined;
   const { type } = chunk as { type?: unknown };
   if (type === 'RUN_FINISHED') {
@@ -177,7 +183,7 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
     }
     if (typeof fn !== 'function') throw new InvalidArgumentError('fn must be a function', { sqlstate: '22023' });
     const { runId } = input;
-    return input.locks.withLock(`run-driver:${runId}`, async (lockSignal) => {
+    const section = async (lockSignal: AbortSignal): Promise<T> => {
       lockSignal.throwIfAborted();
       const result = await poolQuery<{ epoch: string | null }>(pool, RUN_CLAIM_SQL, [runId], connectTimeoutMs);
       const text = result.rows[0]?.epoch ?? null;
@@ -203,7 +209,16 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
         lockSignal.removeEventListener('abort', onLockLost);
         unregister();
       }
-    });
+    };
+    const key = `run-driver:${runId}`;
+    if (input.signal === undefined) return input.locks.withLock(key, section);
+    // A lock store of this package takes a third argument, { signal }; TanStack's LockStore type has two.
+    const withLock = input.locks.withLock as (
+      key: string,
+      fn: (signal: AbortSignal) => Promise<T>,
+      options: { signal: AbortSignal },
+    ) => Promise<T>;
+    return withLock.call(input.locks, key, section, { signal: input.signal });
   }
 
   /** Abort the claim if the run's record shows a later epoch (or no record). */

@@ -39,6 +39,13 @@ interface PackageJson {
 
 const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as PackageJson;
 
+/** A built module without its comments (their examples import TanStack packages). */
+function codeOf(file: string): string {
+  return readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '');
+}
+
 test('the package entry point exports the API', async () => {
   assert.equal(pkg.type, 'module');
   const api = (await import(pkg.name)) as Record<string, unknown>;
@@ -66,21 +73,28 @@ test('the package entry point exports the API', async () => {
     'RunNotFoundError',
     'RunFinishedError',
     'InvalidLogOffsetError',
+    'continueAfterLog',
+    'resumeOf',
   ]) {
     assert.equal(typeof api[name], 'function', name);
   }
   assert.ok(existsSync(`${root}dist/index.d.ts`), 'type declarations are built');
 });
 
-test('the tanstack entry point exports the wiring; only it imports a TanStack package', async () => {
+test('the tanstack and chat entry points export the wiring; only they import a TanStack package; browser imports nothing', async () => {
   const api = (await import(`${pkg.name}/tanstack`)) as Record<string, unknown>;
   for (const name of ['withDurableSandbox', 'provideSandboxStores', 'defineDurableSandbox']) {
     assert.equal(typeof api[name], 'function', name);
   }
+  const chat = (await import(`${pkg.name}/chat`)) as Record<string, unknown>;
+  assert.equal(typeof chat['createChatHandlers'], 'function', 'createChatHandlers');
+  const browser = (await import(`${pkg.name}/browser`)) as Record<string, unknown>;
+  assert.equal(typeof browser['stallFetch'], 'function', 'stallFetch');
+  assert.doesNotMatch(codeOf(`${root}dist/browser.js`), /\bimport\b/, 'dist/browser.js imports nothing');
   for (const file of readdirSync(`${root}dist`, { recursive: true, encoding: 'utf8' })) {
-    if (!file.endsWith('.js') || file === 'tanstack.js') continue;
+    if (!file.endsWith('.js') || file === 'tanstack.js' || file === 'chat-handlers.js') continue;
     assert.doesNotMatch(
-      readFileSync(`${root}dist/${file}`, 'utf8'),
+      codeOf(`${root}dist/${file}`),
       /(?:from|import)\s*\(?\s*['"]@tanstack\//,
       `dist/${file} imports no TanStack package`,
     );

@@ -1,0 +1,393 @@
+/**
+ * The route of a durable chat for `@tanstack/ai` 0.58 and
+ * `@tanstack/ai-client` 0.33: `createChatHandlers({ pool, chat })` returns
+ * its `POST` and `GET` handlers.
+ *
+ * Every answer is produced by a run driver under a claim (lease and
+ * driver epoch) and streamed into the run's log in the database; every
+ * response is a reader of that log.  So the answer does not depend on the
+ * connection that asked for it:
+ *
+ * - a fresh POST records the run, claims it and starts the agent (the
+ *   claim holds from before the first chunk), then answers with the log
+ *   from the start;
+ * - a POST that carries a resume offset (`Last-Event-ID`: how
+ *   `@tanstack/ai-client` reconnects, re-sending the same body) and a GET
+ *   (`?runId` and `?offset`, or `Last-Event-ID`: a join) answer with the
+ *   log after that offset and, while the run is not finished, wait to
+ *   claim it: while its producer is alive (it renews its lease) they only
+ *   read; when the producer is gone (killed, stopped, partitioned) the
+ *   lease runs out and the waiting replica takes the run over under a new
+ *   epoch (every later write of the old producer is refused) and continues
+ *   the answer after the log's last entry (`chat` gets `resume`);
+ * - whoever finishes the run records its terminal status (`completed`,
+ *   `failed`, `aborted`);
+ * - while a response has nothing to send it sends an SSE comment every
+ *   `heartbeatMs`, so that a page (with `stallFetch` of
+ *   `sandbox-store-client/browser`) can tell a live replica that waits
+ *   from a stopped one, and proxies do not close an idle stream.
+ *
+ * The responses are TanStack AI's own (`resumeServerSentEventsResponse`,
+ * loaded from `@tanstack/ai` when the first request comes).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Pool } from 'pg';
+
+import { InvalidArgumentError, RunFinishedError, RunNotFoundError } from './errors.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS } from './internal/pool.js';
+import { decodeOffset } from './internal/runs.js';
+import { msOption } from './internal/sql.js';
+import { createLockStore } from './lock-store.js';
+import { continueAfterLog, resumeOf, type RunResume } from './run-continue.js';
+import { createRunDriver, terminalOutcome, type PgRunDriver } from './run-driver.js';
+import { createRunStore } from './run-store.js';
+import type { RunRecord, RunRecordPatch } from './run-types.js';
+import { createStreamDurability } from './stream-durability.js';
+import type { LockStore } from './types.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: TanStack AI's StreamChunk, not imported (see run-types.ts)
+type Chunk = any;
+
+/** Default driver lease. */
+const DEFAULT_LEASE_MS = 30_000;
+/** Default period of the SSE heartbeat comment. */
+const DEFAULT_HEARTBEAT_MS = 5_000;
+/** The marker a producer appends before it asks the agent for anything (TanStack AI's RUN_ACCEPTED_EVENT). */
+const RUN_ACCEPTED = 'run.accepted';
+const HEARTBEAT = new TextEncoder().encode(': keep-alive\n\n');
+
+/** What `chat` gets: the run, the request's input, and on a takeover what the log holds. */
+export interface ChatInput {
+  runId: string;
+  threadId: string;
+  /** The POST's JSON body (TanStack's `RunAgentInput`); `undefined` for a takeover served by a GET. */
+  body: unknown;
+  /** `body.messages`; `undefined` for a takeover served by a GET: load the thread's messages yourself. */
+  messages: unknown[] | undefined;
+  /** The claim's signal: aborts when this replica loses the run (stop producing then). */
+  signal: AbortSignal;
+  /**
+   * On a takeover: what the log holds.  Continue the answer after
+   * `resume.text` (for example, give the model the messages and the
+   * partial answer as the start of its reply); the handlers continue it
+   * in the same message (`continueAfterLog`).  `undefined` for a fresh run.
+   */
+  resume: RunResume | undefined;
+}
+
+export interface ChatHandlersOptions {
+  pool: Pool;
+  /** Your agent: `chat({ adapter, messages, ... })` of `@tanstack/ai`, for this run. */
+  chat: (input: ChatInput) => AsyncIterable<Chunk>;
+  /**
+   * The lock store the driver's claim takes (default: `createLockStore(pool,
+   * { mode: 'lease', waitMs: null, leaseMs })`).  It must be in lease mode
+   * and wait (`waitMs: null`): a takeover waits for the lease of a producer
+   * that stopped answering.
+   */
+  locks?: LockStore;
+  /** The driver's lease (default 30 000 ms): how long a stopped producer holds the run. */
+  leaseMs?: number;
+  /** A comment is sent on a response that had nothing to send for this long (default 5 000 ms). */
+  heartbeatMs?: number;
+  /** Whether a GET takes an abandoned run over (default true); `chat` then gets no `body`. */
+  driveOnGet?: boolean;
+  /** How long a call waits for a connection of the pool (default 30 000 ms). */
+  connectTimeoutMs?: number;
+  /** How often a claim checks that the run was not claimed by another replica (default 5 000 ms). */
+  checkEpochEveryMs?: number | null;
+  /** Errors of drives nobody awaits (a failed agent, a lost claim). Default: ignored. */
+  onError?: (error: unknown, context: { runId: string }) => void;
+}
+
+/** The route's handlers. */
+export interface ChatHandlers {
+  POST: (request: Request) => Promise<Response>;
+  GET: (request: Request) => Promise<Response>;
+}
+
+interface TanstackResponses {
+  resumeServerSentEventsResponse: (options: { adapter: unknown }) => Response;
+}
+
+let tanstack: Promise<TanstackResponses> | undefined;
+
+function loadTanstack(): Promise<TanstackResponses> {
+  tanstack ??= import('@tanstack/ai').then((module) => {
+    const loaded = module as unknown as Partial<TanstackResponses>;
+    if (typeof loaded.resumeServerSentEventsResponse !== 'function') {
+      throw new InvalidArgumentError('createChatHandlers needs @tanstack/ai 0.58 (resumeServerSentEventsResponse)', {
+        sqlstate: '22023',
+      });
+    }
+    return loaded as TanstackResponses;
+  });
+  return tanstack;
+}
+
+function resumeOffsetOf(request: Request): string | null {
+  const header = request.headers.get('Last-Event-ID');
+  if (header) return header;
+  try {
+    return new URL(request.url).searchParams.get('offset');
+  } catch {
+    return null;
+  }
+}
+
+function requestedRunId(request: Request, offset: string | null, body: unknown): string | null {
+  if (offset !== null && offset !== '-1' && offset !== 'now') return decodeOffset(offset).runId;
+  const header = request.headers.get('X-Run-Id');
+  if (header) return header;
+  try {
+    const param = new URL(request.url).searchParams.get('runId');
+    if (param) return param;
+  } catch {
+    // no URL: no ?runId
+  }
+  const fromBody = typeof body === 'object' && body !== null ? (body as { runId?: unknown }).runId : undefined;
+  return typeof fromBody === 'string' && fromBody.length > 0 ? fromBody : null;
+}
+
+function threadIdOf(body: unknown, runId: string): string {
+  const threadId = typeof body === 'object' && body !== null ? (body as { threadId?: unknown }).threadId : undefined;
+  return typeof threadId === 'string' && threadId.length > 0 ? threadId : runId;
+}
+
+function isMarker(chunk: unknown): boolean {
+  return (
+    typeof chunk === 'object' &&
+    chunk !== null &&
+    (chunk as { type?: unknown }).type === 'CUSTOM' &&
+    (chunk as { name?: unknown }).name === RUN_ACCEPTED
+  );
+}
+
+/**
+ * The POST and GET handlers of a durable chat route (see the module
+ * comment).  `chat` is your agent for one run; it is called by the
+ * replica that drives the run: the one that got the fresh POST, or the
+ * one that took the run over (then with `resume`).
+ */
+export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
+  if (typeof options !== 'object' || options === null || typeof options.chat !== 'function') {
+    throw new InvalidArgumentError('createChatHandlers needs { pool, chat }', { sqlstate: '22023' });
+  }
+  const { pool, chat } = options;
+  const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs') ?? DEFAULT_LEASE_MS;
+  const heartbeatMs = msOption(options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, 'heartbeatMs') ?? DEFAULT_HEARTBEAT_MS;
+  const connectTimeoutMs =
+    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const driveOnGet = options.driveOnGet ?? true;
+  const onError = options.onError ?? (() => undefined);
+  const locks = options.locks ?? createLockStore(pool, { mode: 'lease', waitMs: null, leaseMs, connectTimeoutMs });
+  const runs = createRunStore(pool, { connectTimeoutMs });
+  const driver: PgRunDriver = createRunDriver(pool, {
+    connectTimeoutMs,
+    ...(options.checkEpochEveryMs === undefined ? {} : { checkEpochEveryMs: options.checkEpochEveryMs }),
+  });
+
+  /**
+   * This process's drive of each run: one per run, however many responses
+   * of this process wait for it.  Until it has claimed the run, it is given
+   * up when every response that waits for it has ended.
+   */
+  const drives = new Map<string, { giveUp: AbortController; waiting: number; claimed: boolean }>();
+
+  /** Claim the run (waiting for its lease), then produce the rest of it. */
+  function drive(runId: string, threadId: string, body: unknown, tied: boolean): () => void {
+    let entry = drives.get(runId);
+    if (entry === undefined) {
+      const created = { giveUp: new AbortController(), waiting: 0, claimed: false };
+      entry = created;
+      drives.set(runId, created);
+      void produce(runId, threadId, body, created)
+        .catch((error: unknown) => {
+          if (error instanceof RunFinishedError || error instanceof RunNotFoundError) return; // finished meanwhile
+          if (created.giveUp.signal.aborted && !created.claimed) return; // nobody waits any more
+          onError(error, { runId });
+        })
+        .finally(() => {
+          if (drives.get(runId) === created) drives.delete(runId);
+        });
+    }
+    if (!tied) {
+      entry.waiting += 1; // never released: the drive goes on whoever reads
+      return () => undefined;
+    }
+    const held = entry;
+    held.waiting += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      held.waiting -= 1;
+      if (held.waiting === 0 && !held.claimed) held.giveUp.abort(new Error('no response waits for this drive'));
+    };
+  }
+
+  async function produce(
+    runId: string,
+    threadId: string,
+    body: unknown,
+    entry: { giveUp: AbortController; claimed: boolean },
+  ): Promise<void> {
+    await driver.claim({ runs, locks, runId, signal: entry.giveUp.signal }, async ({ epoch, signal }) => {
+      entry.claimed = true;
+      const log = createStreamDurability(pool, { runId }, { epoch, connectTimeoutMs });
+      const stored = (await log.snapshot()).map((entry) => entry.chunk);
+      if (stored.length === 0) {
+        // Joiners find a first entry at once, however long the agent takes to start.
+        await log.append([{ type: 'CUSTOM', name: RUN_ACCEPTED, value: {}, timestamp: Date.now() }]);
+      }
+      const resume = resumeOf(stored);
+      if (resume.terminal !== undefined) {
+        // The producer wrote the end and stopped before it finished the run: finish it.
+        await log.close();
+        const outcome = terminalOutcome(resume.terminal) ?? { status: 'completed' as const };
+        const patch: RunRecordPatch = { status: outcome.status, finishedAt: Date.now() };
+        if (outcome.error !== undefined) patch.error = outcome.error;
+        if (outcome.usage !== undefined) patch.usage = outcome.usage;
+        await runs.update(runId, patch);
+        return;
+      }
+      const taken = stored.some((chunk) => !isMarker(chunk));
+      const messages =
+        typeof body === 'object' && body !== null && Array.isArray((body as { messages?: unknown }).messages)
+          ? ((body as { messages: unknown[] }).messages as unknown[])
+          : undefined;
+      const stream = chat({ runId, threadId, body, messages, signal, resume: taken ? resume : undefined });
+      await driver.pipe(taken ? continueAfterLog(stored, stream) : stream, { runId, threadId, signal });
+    });
+  }
+
+  /** The log after `offset`, as TanStack AI's SSE response, with heartbeats; `onEnd` when it ends. */
+  async function logResponse(runId: string, offset: string, onEnd: () => void): Promise<Response> {
+    const { resumeServerSentEventsResponse } = await loadTanstack();
+    const adapter = createStreamDurability(
+      pool,
+      { runId, offset },
+      // A join from the start may come before the producer's first entry: wait up to a lease for it.
+      { firstChunkDeadlineMs: leaseMs + heartbeatMs, connectTimeoutMs },
+    );
+    const inner = resumeServerSentEventsResponse({ adapter });
+    return withHeartbeats(inner, heartbeatMs, onEnd);
+  }
+
+  async function readBody(request: Request): Promise<unknown> {
+    try {
+      return await request.json();
+    } catch {
+      return undefined;
+    }
+  }
+
+  async function POST(request: Request): Promise<Response> {
+    const offset = resumeOffsetOf(request);
+    const body = await readBody(request);
+    if (body === undefined) return new Response('The body is not JSON.', { status: 400 });
+    let runId = requestedRunId(request, offset, body);
+    if (offset === null) {
+      runId ??= randomUUID();
+      const threadId = threadIdOf(body, runId);
+      const record = await runs.createOrResume({ runId, threadId, startedAt: Date.now() });
+      // A new run is driven whoever reads it; one driven before (the same POST again) is taken over only if abandoned.
+      return serve(record, '-1', body, record.driverEpoch !== undefined, true);
+    }
+    if (runId === null) return new Response('No run to resume.', { status: 400 });
+    const record = await runs.get(runId);
+    if (record === null) return new Response(`Unknown run: ${JSON.stringify(runId)}`, { status: 404 });
+    return serve(record, offset, body, true, true);
+  }
+
+  async function GET(request: Request): Promise<Response> {
+    const offset = resumeOffsetOf(request);
+    if (offset === null) {
+      return new Response('No resume offset (a Last-Event-ID header or an ?offset parameter).', { status: 400 });
+    }
+    const runId = requestedRunId(request, offset, undefined);
+    if (runId === null) return new Response('No run id (an X-Run-Id header or a ?runId parameter).', { status: 400 });
+    const record = await runs.get(runId);
+    if (record === null) return new Response(`Unknown run: ${JSON.stringify(runId)}`, { status: 404 });
+    return serve(record, offset, undefined, true, driveOnGet);
+  }
+
+  async function serve(
+    record: RunRecord,
+    offset: string,
+    body: unknown,
+    tied: boolean,
+    mayDrive: boolean,
+  ): Promise<Response> {
+    const live = record.status === 'running' && record.cancelRequested !== true;
+    const release = live && mayDrive ? drive(record.runId, record.threadId, body, tied) : () => undefined;
+    try {
+      return await logResponse(record.runId, offset, release);
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  return { POST, GET };
+}
+
+/**
+ * `response` with an SSE comment whenever it sent nothing for
+ * `heartbeatMs` (and one at once, so that the headers and a first byte go
+ * out); `onEnd` when its body ends or is cancelled.
+ */
+function withHeartbeats(response: Response, heartbeatMs: number, onEnd: () => void): Response {
+  const source = response.body;
+  if (source === null) {
+    onEnd();
+    return response;
+  }
+  const reader = source.getReader();
+  let timer: NodeJS.Timeout | undefined;
+  let ended = false;
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(timer);
+    onEnd();
+  };
+  let beat = (): void => undefined;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      beat = (): void => {
+        clearTimeout(timer);
+        if (ended) return;
+        try {
+          controller.enqueue(HEARTBEAT);
+        } catch {
+          return;
+        }
+        timer = setTimeout(beat, heartbeatMs);
+      };
+      beat();
+    },
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          end();
+          controller.close();
+          return;
+        }
+        // TanStack's stream hands over whole events: a comment never splits one.
+        controller.enqueue(value);
+        clearTimeout(timer);
+        timer = setTimeout(beat, heartbeatMs);
+      } catch (error) {
+        end();
+        controller.error(error);
+      }
+    },
+    async cancel(reason) {
+      end();
+      await reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
