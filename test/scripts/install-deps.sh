@@ -26,6 +26,7 @@ packages=(
   libkrb5-dev libselinux1-dev libxslt1-dev libpam0g-dev libcurl4-openssl-dev  # citus from source (build-citus.sh)
   git unzip                         # make dist (git archive) and its test (release/check.sh)
   dpkg-dev debhelper postgresql-server-dev-all fakeroot lintian  # the Debian package (debian/) and its test
+  chromium                          # the TypeScript client's browser tests (clients/typescript/test/browser: headless, through playwright-core)
 )
 
 missing=()
