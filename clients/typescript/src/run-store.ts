@@ -63,14 +63,16 @@ function patchJson(patch: RunRecordPatch): string {
  *   finished run stays finished; the other arguments are ignored).
  * - `update(runId, patch)`: a key present sets the field, a key present with
  *   `undefined` clears it, an absent key leaves it; an unknown run is a
- *   no-op.  While a run driver of this package (`createRunDriver` over the
- *   same pool) holds a live claim on the run in this process, the update is
- *   made under that claim's epoch: once another host claimed the run, it is
- *   refused with `ClaimLostError` (SB001) and nothing changes.  Without a
- *   claim here, the update carries no epoch and is accepted whoever drives
- *   the run (a cancel request from any replica), except a `driverEpoch`
- *   that lowers or clears the run's epoch (SB001); a raise of `driverEpoch`
- *   is a claim: the old epoch's writes are refused from then on.
+ *   no-op.  The fence (the reference's "The driver epoch fence", the one
+ *   rule): while a run driver of this package (`createRunDriver` over the
+ *   same pool) holds a live claim on the run in this process, the update
+ *   carries that claim's epoch and is refused with `ClaimLostError` (SB001,
+ *   nothing changed) once another host claimed the run.  Without a claim
+ *   here it carries no epoch and is accepted whoever drives the run (a
+ *   cancel request from any replica); its `driverEpoch` may clear the
+ *   epoch, keep it, or raise it above every epoch the run has had (a raise
+ *   is a claim), and anything else is refused (SB001): it could let a
+ *   superseded driver write again.
  * - Every record read is checked: a status that is not one of TanStack AI's
  *   is an error, not a record.
  */

@@ -68,7 +68,7 @@ export interface RunRecord {
   detachedSince?: number;
   /** An explicit out-of-band cancel was requested. */
   cancelRequested?: boolean;
-  /** The run driver's fencing token: bumped by every claim, never lowered. Absent: never claimed. */
+  /** The run driver's fencing token: raised by every claim, never lowered. Absent: never claimed, or cleared. */
   driverEpoch?: number;
 }
 

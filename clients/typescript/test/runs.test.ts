@@ -149,6 +149,26 @@ describe('RunStore', () => {
     await assert.rejects(runs.update(runId, { driverEpoch: 2 }), ClaimLostError);
   });
 
+  test("TanStack's durable-run fields case: round-trips them, overwrites driverEpoch, clears every one on explicit undefined (1.6)", async () => {
+    const runs = createRunStore(pool);
+    const runId = id('run');
+    await runs.createOrResume({ runId, threadId: 't', startedAt: 1 });
+    await runs.update(runId, { sandboxKey: 'sb', detachedSince: 5, cancelRequested: true, driverEpoch: 1 });
+    await runs.update(runId, { driverEpoch: 2 });
+    assert.equal((await runs.get(runId))?.driverEpoch, 2);
+    await runs.update(runId, {
+      sandboxKey: undefined,
+      detachedSince: undefined,
+      cancelRequested: undefined,
+      driverEpoch: undefined,
+    });
+    assert.deepEqual(await runs.get(runId), { runId, threadId: 't', status: 'running', startedAt: 1 });
+    // The cleared epoch is not handed out again: a patch at or below it is refused, a claim goes above it.
+    await assert.rejects(runs.update(runId, { driverEpoch: 2 }), ClaimLostError);
+    await runs.update(runId, { driverEpoch: 3 });
+    assert.equal((await runs.get(runId))?.driverEpoch, 3);
+  });
+
   test('get of an unknown run is null', async () => {
     assert.equal(await createRunStore(pool).get(id('run')), null);
   });
@@ -578,6 +598,28 @@ describe('run driver (createRunDriver)', () => {
       createStreamDurability(pool, { runId }, { epoch: firstEpoch }).append([{ n: 1 }]),
       ClaimLostError,
     );
+  });
+
+  test('a cancel request from a replica that does not drive the run is accepted while a driver holds it', async () => {
+    const runs = createRunStore(pool);
+    const driver = createRunDriver(pool, { checkEpochEveryMs: null });
+    const runId = id('cancel');
+    await runs.createOrResume({ runId, threadId: 't', startedAt: 1 });
+    const elsewhere = newPool(1); // another replica: no claim of the run in its process
+    try {
+      await driver.claim({ locks: locks(), runId }, async (claim) => {
+        await createRunStore(elsewhere).update(runId, { cancelRequested: true });
+        assert.equal((await runs.get(runId))?.cancelRequested, true);
+        assert.equal((await runs.get(runId))?.driverEpoch, claim.epoch, 'the driver keeps the run');
+        async function* stream(): AsyncGenerator<object> {
+          yield { type: 'RUN_FINISHED' };
+        }
+        await driver.pipe(stream(), { runId, signal: claim.signal });
+      });
+    } finally {
+      await elsewhere.end();
+    }
+    assert.equal((await runs.get(runId))?.status, 'completed');
   });
 
   test('pipe outside a claim of this driver rejects', async () => {

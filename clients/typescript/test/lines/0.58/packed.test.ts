@@ -41,6 +41,9 @@ declare const pool: import('pg').Pool
 declare const textAdapter: import('@tanstack/ai').AnyTextAdapter
 declare const messages: Array<import('@tanstack/ai').ModelMessage>
 declare const threadId: string
+declare const model: import('@tanstack/ai').AnyTextAdapter
+declare function setting(name: string, fallback: number): number
+declare function render(messages: Array<import('@tanstack/ai-client').UIMessage>): void
 `;
 
 /** TanStack AI's tsconfig.base.json compiler options (as readme.test.ts). */
@@ -99,7 +102,7 @@ test('a plain npm install of the tarball next to @tanstack/ai 0.58 loads, and th
       }
     };
     const at = (name: string): string => `${name}@${lineDev[name] ?? 'latest'}`;
-    npm(['install', join(work, packed.filename), at('pg'), at('@tanstack/ai')]);
+    npm(['install', join(work, packed.filename), at('pg'), at('@tanstack/ai'), at('@tanstack/ai-client')]);
     npm(['install', '-D', at('@types/pg'), at('@types/node')]);
     assert.ok(!existsSync(join(app, 'node_modules', '@tanstack', 'ai-sandbox')), 'no @tanstack/ai-sandbox');
     const installed = JSON.parse(
@@ -143,4 +146,14 @@ test('a plain npm install of the tarball next to @tanstack/ai 0.58 loads, and th
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+});
+
+test("the README's route is examples/chat-resume's, as it is (but the semicolons)", () => {
+  const server = readFileSync(join(root, 'examples', 'chat-resume', 'src', 'server.ts'), 'utf8');
+  const from = server.indexOf('\n', server.indexOf('// #region route')) + 1;
+  const region = server.slice(from, server.indexOf('// #endregion', from));
+  const plain = (code: string): string => code.replace(/;$/gm, '').trim();
+  const route = blocks058().find((block) => block.code.includes('createChatHandlers({'));
+  assert.ok(route !== undefined, 'the README has the route');
+  assert.ok(plain(route.code).endsWith(plain(region)), `the README's route:\n${route.code}\nthe example's:\n${region}`);
 });
