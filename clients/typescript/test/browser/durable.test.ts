@@ -22,9 +22,11 @@
  * assistant message; in the database: the run's log holding each token once
  * (run_log_read) and the run `completed`.  Each prints the time from the
  * fault to the next token the page showed, and to the first token of the
- * replica that took over ("fault-to-token ..." diagnostics).
+ * replica that took over ("fault-to-token ..." diagnostics; with
+ * SB_BROWSER_RESULTS=<file>, also as JSON lines appended to that file).
  */
 import assert from 'node:assert/strict';
+import { appendFileSync } from 'node:fs';
 import { after, before, test, type TestContext } from 'node:test';
 
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -237,17 +239,23 @@ async function checkDatabase(runId: string, writers: string[], tokens = TOKENS):
 
 /**
  * Prints the time from the fault to the next token the page showed and,
- * after a takeover, to the first token the new producer made.
+ * after a takeover, to the first token the new producer made; with
+ * SB_BROWSER_RESULTS set, also appends them to that file as a JSON line.
  */
 function report(t: TestContext, scenario: string, state: PageState, faultAt: number, takeoverFrom?: number): void {
-  const next = state.tokenSeenAt.find((at) => at !== undefined && at > faultAt);
-  const takeover = takeoverFrom === undefined ? undefined : state.tokenSeenAt[takeoverFrom];
-  const ms = (at: number | undefined) => (at === undefined ? 'none' : String(at - faultAt));
+  const since = (at: number | undefined) => (at === undefined ? null : at - faultAt);
+  const nextMs = since(state.tokenSeenAt.find((at) => at !== undefined && at > faultAt));
+  const takeoverMs = takeoverFrom === undefined ? null : since(state.tokenSeenAt[takeoverFrom]);
   t.diagnostic(
-    `fault-to-token ${scenario}: next ${ms(next)} ms` +
-      (takeoverFrom === undefined ? '' : `, takeover (t${takeoverFrom}) ${ms(takeover)} ms`) +
+    `fault-to-token ${scenario}: next ${nextMs ?? 'none'} ms` +
+      (takeoverFrom === undefined ? '' : `, takeover (t${takeoverFrom}) ${takeoverMs ?? 'none'} ms`) +
       ` (requests: ${state.requests.length})`,
   );
+  const results = process.env['SB_BROWSER_RESULTS'];
+  if (results !== undefined && results !== '') {
+    const line = { scenario, nextMs, takeoverFrom: takeoverFrom ?? null, takeoverMs, requests: state.requests.length };
+    appendFileSync(results, `${JSON.stringify(line)}\n`);
+  }
 }
 
 /** The writes `replica` made from line `from` on (run_log_append, run_update, ...). */
