@@ -155,11 +155,17 @@ async function waitForTokens(setup: Setup, n: number): Promise<PageState> {
   );
 }
 
-/** A replica's drive of the run that took it over (resumed), once it printed it. */
+/** A replica's drive of the run that took it over (resumed), once it printed it (fails at once on a page error). */
 function takeoverBy(setup: Setup, runId: string, replica: Replica): Promise<Record<string, unknown>> {
   return waitFor(
     `${replica.name} takes the run over`,
-    () => replica.lines.find((l) => l['drive'] === runId && l['resumed'] === true),
+    async () => {
+      const drive = replica.lines.find((l) => l['drive'] === runId && l['resumed'] === true);
+      if (drive !== undefined) return drive;
+      const { error } = await pageState(setup.page);
+      if (error !== null) throw new Error(`the page failed: ${error}\n${await explain(setup)}`);
+      return undefined;
+    },
     { timeoutMs: LONG, explain: () => explain(setup) },
   );
 }
