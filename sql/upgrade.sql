@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.5 -> 1.5.1 -> 1.5.2) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.5.1 -> 1.5.2 -> 1.6.0) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
