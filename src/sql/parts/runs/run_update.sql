@@ -86,21 +86,32 @@ BEGIN
     END IF;
 
     -- The log row's lock first, as run_claim takes it (only when the run
-    -- exists: an unknown run is left alone): a patch that sets driverEpoch
-    -- is a claim, and one that finishes the run ends every driver's
-    -- writes, so each waits for the log write in flight; any other patch
-    -- takes it too, so that the locks of one run are always taken log row
-    -- first.
-    -- (a row lock of the log row when it exists, no new row version; the
-    -- upsert, which waits for a first append's insert in flight, when it
-    -- does not)
+    -- exists: an unknown run is left alone): a patch that sets or clears
+    -- driverEpoch is a claim or ends the driver's writes, and one that
+    -- finishes the run ends every driver's writes, so each waits for the
+    -- log write in flight; any other patch takes it too, so that the locks
+    -- of one run are always taken log row first.
+    -- (Those that end writes write a new version of the log row, as
+    -- run_claim does: a log writer at REPEATABLE READ whose snapshot
+    -- predates their commit then fails its upsert of the row (40001)
+    -- instead of reading the runs row as its snapshot has it.  The others
+    -- take a row lock of the log row when it exists, no new row version;
+    -- the upsert, which waits for a first append's insert in flight, when
+    -- it does not.)
     IF EXISTS (
         SELECT FROM ONLY sandbox_store.runs r WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id) THEN
-        PERFORM FROM ONLY sandbox_store.run_logs l WHERE l.run_id OPERATOR(pg_catalog.=) run_update.run_id FOR UPDATE;
-        IF NOT FOUND THEN
+        IF run_update.patch ? 'driverEpoch'
+           OR run_update.patch ->> 'status' IN ('completed', 'failed', 'aborted') THEN
             INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
             VALUES (run_update.run_id, 0, clock_timestamp())
             ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
+        ELSE
+            PERFORM FROM ONLY sandbox_store.run_logs l WHERE l.run_id OPERATOR(pg_catalog.=) run_update.run_id FOR UPDATE;
+            IF NOT FOUND THEN
+                INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
+                VALUES (run_update.run_id, 0, clock_timestamp())
+                ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
+            END IF;
         END IF;
     END IF;
     SELECT r.driver_epoch, r.max_driver_epoch INTO v_current, v_highest FROM ONLY sandbox_store.runs r
