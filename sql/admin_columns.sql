@@ -88,17 +88,31 @@ SELECT key, latest_snapshot_id FROM sandbox_store.sandbox_get('ac-6');
 SELECT count(*) AS claims_left FROM sandbox_store.claims WHERE key = 'ac-6';
 
 -- The run tables retyped (bigint to numeric): run_log_append reads the
--- tail and the epoch as bigints still, so the seqs go on from the tail and
--- a stale epoch is refused.
+-- tail and the epochs as bigints still, so the seqs go on from the tail, a
+-- stale epoch is refused, and so is none once the epoch is cleared (the
+-- detail names the highest epoch the run had: read as a bigint too).
 SELECT sandbox_store.run_create_or_resume('ac-run', 'ac-t', 1767225600000) IS NOT NULL AS created;
 SELECT sandbox_store.run_claim('ac-run') AS epoch \gset
 SELECT sandbox_store.run_log_append('ac-run', '[{"n": 1}, {"n": 2}]', :epoch) AS before_retype;
 ALTER TABLE sandbox_store.run_logs ALTER COLUMN last_seq TYPE numeric;
-ALTER TABLE sandbox_store.runs ALTER COLUMN driver_epoch TYPE numeric;
+ALTER TABLE sandbox_store.runs ALTER COLUMN driver_epoch TYPE numeric, ALTER COLUMN max_driver_epoch TYPE numeric;
 SELECT sandbox_store.run_log_append('ac-run', '[{"n": 3}, {"n": 4}]', :epoch) AS after_retype;
 \set VERBOSITY sqlstate
 SELECT sandbox_store.run_log_append('ac-run', '[{"n": 5}]', :epoch - 1);
 \set VERBOSITY default
+SELECT sandbox_store.run_update('ac-run', '{"driverEpoch": null}') AS cleared;
+CREATE FUNCTION pg_temp.detail(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  d text;
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
+  RETURN SQLSTATE || ': ' || d;
+END $$;
+SELECT replace(pg_temp.detail($q$SELECT sandbox_store.run_log_append('ac-run', '[{"n": 5}]')$q$), :'epoch', 'E')
+       AS unfenced_after_clear;
 SELECT seq, chunk FROM sandbox_store.run_log_read('ac-run', 0, 10);
 
 -- Put the table back as it was for the tests that follow.

@@ -35,12 +35,17 @@ SELECT sandbox_store.run_create_or_resume('r2', 't1', 2000, 'interrupted');
 -- The existing record, unchanged: the other arguments are ignored.
 SELECT sandbox_store.run_create_or_resume('r1', 'other-thread', 5, 'failed');
 SELECT sandbox_store.run_get('r1'), sandbox_store.run_get('unknown') AS unknown;
--- Every field set, then cleared with null (status stays).
+-- Every field set, driverEpoch overwritten (raised), then every field
+-- cleared with null, driverEpoch too (status stays): TanStack AI's RunStore
+-- conformance case, which clears a field given as undefined.  false is a
+-- value, not a clear.
 SELECT sandbox_store.run_update('r2', '{"status": "running", "finishedAt": 2500.25, "error": {"message": "boom", "code": "E1"},
-  "usage": {"tokens": 12}, "sandboxKey": "sbx/1", "detachedSince": 2400, "cancelRequested": true, "driverEpoch": 3}');
+  "usage": {"tokens": 12}, "sandboxKey": "sbx/1", "detachedSince": 2400, "cancelRequested": true, "driverEpoch": 1}');
+SELECT sandbox_store.run_get('r2');
+SELECT sandbox_store.run_update('r2', '{"driverEpoch": 2, "cancelRequested": false}');
 SELECT sandbox_store.run_get('r2');
 SELECT sandbox_store.run_update('r2', '{"finishedAt": null, "error": null, "usage": null, "sandboxKey": null,
-  "detachedSince": null, "cancelRequested": false}');
+  "detachedSince": null, "cancelRequested": null, "driverEpoch": null}');
 SELECT sandbox_store.run_get('r2');
 -- An absent key leaves its field; an unknown run: false, nothing made.
 SELECT sandbox_store.run_update('r2', '{}'), sandbox_store.run_update('nope', '{"status": "failed"}') AS unknown_run;
@@ -110,13 +115,13 @@ SELECT pg_temp.whye($$SELECT sandbox_store.run_log_append('d1', '[]', pg_temp.e(
 -- An epoch to a run never claimed, or without a record.
 SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('r1', '[{"n": 1}]', 1)$$) AS never_claimed;
 SELECT pg_temp.why($$SELECT sandbox_store.run_log_append('no-record', '[{"n": 1}]', 1)$$) AS no_record;
--- driverEpoch through a patch: lower or cleared is refused ...
+-- driverEpoch through a patch: lower is refused ...
 SELECT pg_temp.whye(format($$SELECT sandbox_store.run_update('d1', '{"driverEpoch": %s}')$$, pg_temp.e(1))) AS lower;
-SELECT pg_temp.whye($$SELECT sandbox_store.run_update('d1', '{"driverEpoch": null}', pg_temp.e(2))$$) AS cleared;
 SELECT pg_temp.state() = :'before' AS nothing_changed;
 SELECT (SELECT closed FROM sandbox_store.run_log_status('d1')) AS still_open;
--- ... the current epoch works; equal or higher is accepted (a raise is a
--- claim: the older epoch's writes are refused after it).
+-- ... the current epoch works; the same, or one above every epoch the run
+-- had, is accepted (a raise is a claim: the older epoch's writes are
+-- refused after it).
 SELECT sandbox_store.run_log_append('d1', '[{"n": 2}, {"n": 3}]', pg_temp.e(2)) AS current_append;
 INSERT INTO epochs VALUES (3, pg_temp.e(2) + 5);
 SELECT sandbox_store.run_update('d1', jsonb_build_object('driverEpoch', pg_temp.e(2), 'sandboxKey', 'k'), pg_temp.e(2)) AS same,
@@ -129,6 +134,42 @@ SELECT pg_temp.e(4) > pg_temp.e(3) AS next_claim_above;
 SELECT sandbox_store.run_update('d1', '{"cancelRequested": true}') AS unfenced_update;
 SELECT sandbox_store.run_get('d1') - 'driverEpoch' AS record,
        (sandbox_store.run_get('d1') -> 'driverEpoch')::int8 = pg_temp.e(4) AS epoch_current;
+
+-- driverEpoch cleared (null): the run has no current epoch until the next
+-- claim, and keeps the highest it had.  A cancel request without an epoch
+-- is accepted while a driver holds the run; the clear too.
+SELECT sandbox_store.run_create_or_resume('d2', 't-drv', 2) ->> 'runId';
+INSERT INTO epochs VALUES (5, sandbox_store.run_claim('d2'));
+SELECT sandbox_store.run_log_append('d2', '[{"n": 1}]', pg_temp.e(5)) AS appended,
+       sandbox_store.run_update('d2', '{"cancelRequested": true}') AS cancel_requested,
+       sandbox_store.run_update('d2', '{"driverEpoch": null}') AS cleared;
+SELECT sandbox_store.run_get('d2');
+SELECT pg_temp.state() AS before \gset
+-- After a clear, every write carrying an epoch is refused (the old one
+-- too), and so is every log write without one: the run was claimed.
+SELECT pg_temp.whye($$SELECT sandbox_store.run_update('d2', '{"status": "failed"}', pg_temp.e(5))$$) AS old_update;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_append('d2', '[{"n": 2}]', pg_temp.e(5))$$) AS old_append,
+       pg_temp.whye($$SELECT sandbox_store.run_log_append('d2', '[{"n": 2}]')$$) AS unfenced_append;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_upsert('d2', '{2}', '[{"n": 2}]', pg_temp.e(5))$$) AS old_upsert,
+       pg_temp.whye($$SELECT sandbox_store.run_log_upsert('d2', '{2}', '[{"n": 2}]')$$) AS unfenced_upsert;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_close('d2', pg_temp.e(5))$$) AS old_close,
+       pg_temp.whye($$SELECT sandbox_store.run_log_close('d2')$$) AS unfenced_close;
+-- A driverEpoch patch at or below the highest epoch the run had is refused:
+-- it could let a superseded driver write again.
+SELECT pg_temp.whye(format($$SELECT sandbox_store.run_update('d2', '{"driverEpoch": %s}')$$, pg_temp.e(5))) AS at_the_highest;
+SELECT split_part(pg_temp.why(format($$SELECT sandbox_store.run_update('d2', '{"driverEpoch": %s}')$$, pg_temp.e(5) - 1)), ':', 1) AS below_it;
+SELECT pg_temp.state() = :'before' AS nothing_changed;
+-- One above it is accepted: a claim by patch, whose driver may clear it.
+INSERT INTO epochs SELECT 6, max(epoch) + 1 FROM epochs;
+SELECT sandbox_store.run_update('d2', jsonb_build_object('driverEpoch', pg_temp.e(6))) AS raised,
+       sandbox_store.run_log_append('d2', '[{"n": 2}]', pg_temp.e(6)) AS appended,
+       sandbox_store.run_update('d2', '{"driverEpoch": null}', pg_temp.e(6)) AS cleared_by_its_driver;
+-- A claim after a clear: an epoch above the cleared one.
+INSERT INTO epochs VALUES (7, sandbox_store.run_claim('d2'));
+SELECT pg_temp.e(7) > pg_temp.e(6) AS above_the_cleared,
+       (sandbox_store.run_get('d2') -> 'driverEpoch')::int8 = pg_temp.e(7) AS current;
+SELECT sandbox_store.run_log_append('d2', '[{"n": 3}]', pg_temp.e(7)) AS new_driver_appends;
+SELECT pg_temp.whye($$SELECT sandbox_store.run_log_append('d2', '[{"n": 4}]', pg_temp.e(6))$$) AS cleared_epoch;
 
 --
 -- A finished run: not claimable (SBR02), its log takes no more entries

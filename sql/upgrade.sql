@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.5 -> 1.5.1 -> 1.5.2) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.5.1 -> 1.5.2 -> 1.6.0) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
@@ -560,3 +560,44 @@ SELECT count(*) AS unpinned_run_functions FROM pg_proc p
  WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname LIKE 'run\_%'
    AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
    AND NOT p.proconfig @> ARRAY['enable_seqscan=off', 'enable_indexscan=on'];
+
+--
+-- 1.5.2 -> 1.6.0 (a run keeps the highest epoch it had).  At 1.5.2 the
+-- 1.6.0 library serves run_log_append by 1.5.2's rule (the symbol of 1.5.1:
+-- there is no max_driver_epoch to read), and run_update refuses a clear.  A
+-- run claimed at 1.5.2 (by a driverEpoch patch, far above what fence_seq
+-- has drawn) keeps its epoch across the update, which fills
+-- max_driver_epoch with it: its driver appends on, a write without an
+-- epoch is still refused, and after a clear its epoch is refused and the
+-- next claim goes above it.  A run never claimed stays so.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.5.2';
+SELECT sandbox_store.run_create_or_resume('up-run', 'up-thread', 1767225600000) IS NOT NULL AS created,
+       sandbox_store.run_create_or_resume('up-free', 'up-thread', 1767225600000) IS NOT NULL AS never_claimed;
+\set up_epoch 1000000
+SELECT sandbox_store.run_update('up-run', jsonb_build_object('driverEpoch', :up_epoch)) AS claimed_at_1_5_2;
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 1}]', :up_epoch) AS at_1_5_2,
+       sandbox_store.run_log_append('up-free', '[{"n": 1}]') AS unfenced_at_1_5_2;
+\set VERBOSITY sqlstate
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 0}]');
+SELECT sandbox_store.run_update('up-run', '{"driverEpoch": null}');
+\set VERBOSITY default
+ALTER EXTENSION sandbox_store UPDATE TO '1.6.0';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT r.run_id, r.driver_epoch = :up_epoch AS epoch_kept, r.max_driver_epoch = r.driver_epoch AS highest_filled,
+       r.driver_epoch IS NULL AND r.max_driver_epoch IS NULL AS never_claimed
+  FROM sandbox_store.runs r ORDER BY r.run_id;
+SELECT p.prosrc FROM pg_proc p WHERE p.oid = 'sandbox_store.run_log_append(text, jsonb, int8)'::regprocedure;
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 2}]', :up_epoch) AS same_epoch_at_1_6_0,
+       sandbox_store.run_log_append('up-free', '[{"n": 2}]') AS unfenced_never_claimed;
+\set VERBOSITY sqlstate
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 0}]');
+\set VERBOSITY default
+SELECT sandbox_store.run_update('up-run', '{"driverEpoch": null}') AS cleared;
+\set VERBOSITY sqlstate
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 0}]', :up_epoch);
+SELECT sandbox_store.run_log_append('up-run', '[{"n": 0}]');
+\set VERBOSITY default
+SELECT sandbox_store.run_claim('up-run') > :up_epoch AS next_claim_above;
+SELECT run_id, seq, chunk FROM sandbox_store.run_log_entries ORDER BY run_id, seq;

@@ -14,11 +14,17 @@
  * every message are the PL/pgSQL function's, as docs/reference.md
  * documents them; both editions run the same tests.
  *
- * The protocol (docs/reference.md, "The driver epoch"): the log row's
- * upsert locks the row (appenders of one run are serialized, and run_claim
- * takes that lock before it raises the epoch), then the runs row is read
- * with a new snapshot, so a claim committed before the lock is seen and one
- * after it waits for this transaction.
+ * The protocol (docs/reference.md, "The driver epoch fence"): the log
+ * row's upsert locks the row (appenders of one run are serialized, and
+ * run_claim takes that lock before it raises the epoch), then the runs row
+ * is read with a new snapshot, so a claim committed before the lock is seen
+ * and one after it waits for this transaction.
+ *
+ * Two entry points, one per rule for an append without an epoch: 1.6.0's
+ * (sandbox_run_log_append_v1_6_0) refuses it once the run was ever claimed
+ * (max_driver_epoch, which a clear of driver_epoch keeps); 1.5.1's, which
+ * serves a database still at 1.5.1 or 1.5.2 (no such column: their
+ * run_update cannot clear the epoch), while the run has a current epoch.
  *
  *-------------------------------------------------------------------------
  */
@@ -65,20 +71,31 @@ static SbStatement upsert_log = {
 #define Anum_upsert_watched     3
 
 /*
- * The run's status and driver epoch (no row: no record).  The statements
- * cast what they return to the types this file reads, whatever an admin
- * did to the columns.
+ * The run's status, driver epoch and the highest epoch it ever had (no row:
+ * no record); at 1.5.1 and 1.5.2, which have no max_driver_epoch, the
+ * first two.  The statements cast what they return to the types this file
+ * reads, whatever an admin did to the columns.
  */
 static SbStatement read_run = {"SELECT r.status::pg_catalog.text AS status,"
-							   " r.driver_epoch::pg_catalog.int8 AS driver_epoch"
+							   " r.driver_epoch::pg_catalog.int8 AS driver_epoch,"
+							   " r.max_driver_epoch::pg_catalog.int8 AS max_driver_epoch"
 							   " FROM ONLY sandbox_store.runs r"
 							   " WHERE r.run_id OPERATOR(pg_catalog.=) $1",
 							   1,
 							   {TEXTOID},
 							   SPI_OK_SELECT,
 							   NULL};
-#define Anum_run_status       1
-#define Anum_run_driver_epoch 2
+static SbStatement read_run_v1_5_1 = {"SELECT r.status::pg_catalog.text AS status,"
+									  " r.driver_epoch::pg_catalog.int8 AS driver_epoch"
+									  " FROM ONLY sandbox_store.runs r"
+									  " WHERE r.run_id OPERATOR(pg_catalog.=) $1",
+									  1,
+									  {TEXTOID},
+									  SPI_OK_SELECT,
+									  NULL};
+#define Anum_run_status           1
+#define Anum_run_driver_epoch     2
+#define Anum_run_max_driver_epoch 3
 
 /* The entries at seqs $2 + 1, $2 + 2, ... in the array's order. */
 static SbStatement insert_entries = {
@@ -95,8 +112,8 @@ SB_NORETURN_BEFORE static void report_not_an_array(const Jsonb *chunks) SB_NORET
 SB_NORETURN_BEFORE static void report_not_an_object(void) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE static void report_invalid_epoch(int64 epoch) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE static void report_stale_epoch(const text *run_id, bool given, int64 epoch,
-												  bool has_record, bool claimed,
-												  int64 current) SB_NORETURN_AFTER;
+												  bool has_record, bool claimed, int64 current,
+												  int64 highest) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE static void report_log_closed(const text *run_id) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE static void report_run_finished(const text *run_id,
 												   const char *status) SB_NORETURN_AFTER;
@@ -190,21 +207,30 @@ report_invalid_epoch(int64 epoch)
 
 /*
  * SB001: the write carried epoch (given) or none, and the run's current
- * epoch (claimed) is another, or the run has no record.
+ * epoch (claimed) is another, or the run has no record.  highest: the
+ * highest epoch the run ever had (0: never claimed), which the detail
+ * names when the run's epoch was cleared.
  */
 static void
 report_stale_epoch(const text *run_id, bool given, int64 epoch, bool has_record, bool claimed,
-				   int64 current)
+				   int64 current, int64 highest)
 {
 	char *id = json_id(run_id);
 
-	if (!given)
+	if (!given && claimed)
 		ereport(ERROR,
 				(errcode(ERRCODE_SB_CLAIM_LOST),
 				 errmsg("the driver epoch of run %s is not current", id),
 				 errdetail("The write carried no epoch, and a driver has claimed the run: its "
 						   "current epoch is " INT64_FORMAT ".  Nothing was changed.",
 						   current)));
+	else if (!given)
+		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
+						errmsg("the driver epoch of run %s is not current", id),
+						errdetail("The write carried no epoch, and a driver has claimed the run: "
+								  "its epoch was cleared (the highest it had is " INT64_FORMAT
+								  ").  Nothing was changed.",
+								  highest)));
 	else if (!has_record)
 		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
 						errmsg("the driver epoch of run %s is not current", id),
@@ -212,6 +238,13 @@ report_stale_epoch(const text *run_id, bool given, int64 epoch, bool has_record,
 								  ", and the run has no record: it was never claimed (no current "
 								  "epoch).  Nothing was changed.",
 								  epoch)));
+	else if (!claimed && highest > 0)
+		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
+						errmsg("the driver epoch of run %s is not current", id),
+						errdetail("The write carried epoch " INT64_FORMAT
+								  ", and the run has no current epoch: it was cleared (the highest "
+								  "it had is " INT64_FORMAT ").  Nothing was changed.",
+								  epoch, highest)));
 	else if (!claimed)
 		ereport(ERROR, (errcode(ERRCODE_SB_CLAIM_LOST),
 						errmsg("the driver epoch of run %s is not current", id),
@@ -285,45 +318,60 @@ count_chunks(Jsonb *chunks)
 	return (int) JB_ROOT_COUNT(chunks);
 }
 
+/* Column attnum of the statement's one row, an int8: whether it is set, and its value. */
+static bool
+run_int8(int attnum, int64 *value)
+{
+	bool isnull;
+	Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, attnum, &isnull);
+
+	if (!isnull)
+		*value = DatumGetInt64(d);
+	return !isnull;
+}
+
 /*
  * The fence, read after the log row's lock: SB001 unless the write may go
- * on (without an epoch, while no driver has claimed the run; with one, when
- * it is the run's current epoch).  Returns the run's status (NULL without a
- * runs row), in the caller's memory.
+ * on (without an epoch, while the run was never claimed: no runs row, or no
+ * highest epoch; at 1.5.1 and 1.5.2 (keeps_highest false), no current one;
+ * with one, when it is the run's current epoch).  Returns the run's status
+ * (NULL without a runs row), in the caller's memory.
  */
 static char *
-check_fence(text *run_id, bool given, int64 epoch)
+check_fence(text *run_id, bool given, int64 epoch, bool keeps_highest)
 {
 	Datum arg = PointerGetDatum(run_id);
-	bool has_record, claimed = false;
-	int64 current = 0;
+	bool has_record, claimed = false, ever_claimed = false;
+	int64 current = 0, highest = 0;
 	char *status = NULL;
 
-	has_record = sb_spi_execute(&read_run, &arg, NULL, false, InvalidSnapshot) > 0;
+	has_record = sb_spi_execute(keeps_highest ? &read_run : &read_run_v1_5_1, &arg, NULL, false,
+								InvalidSnapshot) > 0;
 	if (has_record)
 	{
-		bool isnull;
-		Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, Anum_run_driver_epoch,
-								&isnull);
-
-		claimed = !isnull;
-		if (claimed)
-			current = DatumGetInt64(d);
+		claimed = run_int8(Anum_run_driver_epoch, &current);
+		if (keeps_highest)
+			ever_claimed = run_int8(Anum_run_max_driver_epoch, &highest);
+		else
+		{
+			ever_claimed = claimed;
+			highest = current;
+		}
 		status = TextDatumGetCString(sb_spi_value(SPI_tuptable, 0, Anum_run_status, "status"));
 	}
-	if (given ? (!claimed || current != epoch) : claimed)
-		report_stale_epoch(run_id, given, epoch, has_record, claimed, current);
+	if (given ? (!claimed || current != epoch) : ever_claimed)
+		report_stale_epoch(run_id, given, epoch, has_record, claimed, current,
+						   ever_claimed ? highest : 0);
 	return status;
 }
 
-PG_FUNCTION_INFO_V1(sandbox_run_log_append_v1_5_1);
-
 /*
  * sandbox_store.run_log_append(run_id text, chunks jsonb, epoch bigint
- * DEFAULT NULL) RETURNS bigint[]: the seqs of the new entries, in order.
+ * DEFAULT NULL) RETURNS bigint[]: the seqs of the new entries, in order;
+ * keeps_highest: the rule of 1.6.0 (see the top of this file).
  */
-Datum
-sandbox_run_log_append_v1_5_1(PG_FUNCTION_ARGS)
+static Datum
+run_log_append(FunctionCallInfo fcinfo, bool keeps_highest)
 {
 	text *run_id = PG_ARGISNULL(0) ? NULL : PG_GETARG_TEXT_PP(0);
 	Jsonb *chunks = PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1);
@@ -348,7 +396,7 @@ sandbox_run_log_append_v1_5_1(PG_FUNCTION_ARGS)
 	sb_spi_connect();
 	if (n == 0)
 	{
-		(void) check_fence(run_id, given, epoch);
+		(void) check_fence(run_id, given, epoch, keeps_highest);
 		sb_spi_finish();
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(INT8OID));
 	}
@@ -362,7 +410,7 @@ sandbox_run_log_append_v1_5_1(PG_FUNCTION_ARGS)
 	closed = DatumGetBool(sb_spi_value(SPI_tuptable, 0, Anum_upsert_closed, "closed"));
 	watched = DatumGetBool(sb_spi_value(SPI_tuptable, 0, Anum_upsert_watched, "watched"));
 
-	status = check_fence(run_id, given, epoch);
+	status = check_fence(run_id, given, epoch, keeps_highest);
 	if (closed)
 		report_log_closed(run_id);
 	if (status != NULL && (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
@@ -384,4 +432,21 @@ sandbox_run_log_append_v1_5_1(PG_FUNCTION_ARGS)
 		seqs[i] = Int64GetDatum(last + i + 1);
 	PG_RETURN_ARRAYTYPE_P(
 		construct_array(seqs, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+PG_FUNCTION_INFO_V1(sandbox_run_log_append_v1_6_0);
+PG_FUNCTION_INFO_V1(sandbox_run_log_append_v1_5_1);
+
+/* run_log_append of 1.6.0 on. */
+Datum
+sandbox_run_log_append_v1_6_0(PG_FUNCTION_ARGS)
+{
+	return run_log_append(fcinfo, true);
+}
+
+/* run_log_append of 1.5.1 and 1.5.2, for a database not yet updated. */
+Datum
+sandbox_run_log_append_v1_5_1(PG_FUNCTION_ARGS)
+{
+	return run_log_append(fcinfo, false);
 }

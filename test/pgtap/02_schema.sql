@@ -6,7 +6,7 @@
 BEGIN;
 DO $i$ BEGIN IF to_regnamespace('sandbox_store_harness') IS NULL THEN CREATE EXTENSION IF NOT EXISTS sandbox_store; ELSE PERFORM sandbox_store_harness.install(); END IF; END $i$;
 
-SELECT plan(116);
+SELECT plan(117);
 
 -- Which edition is installed: c, pg_tle or plain (the SQL edition's plain
 -- script makes no extension, so what concerns pg_extension is skipped for
@@ -67,7 +67,7 @@ SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
 
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
-SELECT is((SELECT version FROM edition), '1.5.2', 'the installed version is 1.5.2');
+SELECT is((SELECT version FROM edition), '1.6.0', 'the installed version is 1.6.0');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -303,8 +303,8 @@ SELECT is_empty(
 
 SELECT columns_are('sandbox_store', 'runs',
     ARRAY['run_id', 'thread_id', 'status', 'started_at', 'finished_at', 'error', 'usage',
-          'sandbox_key', 'detached_since', 'cancel_requested', 'driver_epoch'],
-    'runs has the columns of a RunRecord and driver_epoch');
+          'sandbox_key', 'detached_since', 'cancel_requested', 'driver_epoch', 'max_driver_epoch'],
+    'runs has the columns of a RunRecord, driver_epoch and max_driver_epoch (the highest epoch the run had)');
 SELECT col_is_pk('sandbox_store', 'runs', 'run_id', 'the primary key of sandbox_store.runs is (run_id)');
 SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod)
                                         || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END, ', ' ORDER BY a.attnum)
@@ -312,8 +312,10 @@ SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_ty
             WHERE a.attrelid = 'sandbox_store.runs'::regclass AND a.attnum > 0 AND NOT a.attisdropped),
     'run_id text not null, thread_id text not null, status text not null, started_at double precision not null, '
     'finished_at double precision, error jsonb, usage jsonb, sandbox_key text, detached_since double precision, '
-    'cancel_requested boolean, driver_epoch bigint',
+    'cancel_requested boolean, driver_epoch bigint, max_driver_epoch bigint',
     'runs: the types (times are float8, exactly the JavaScript numbers) and NOT NULL of its columns');
+SELECT col_has_check('sandbox_store', 'runs', ARRAY['driver_epoch', 'max_driver_epoch'],
+    'runs: a CHECK keeps max_driver_epoch set and at or above driver_epoch whenever the run has a driver epoch');
 SELECT is_indexed('sandbox_store', 'runs', ARRAY['thread_id', 'started_at', 'run_id'],
     'runs has an index on (thread_id, started_at, run_id) for run_list_by_thread and run_find_active');
 SELECT is((SELECT pg_catalog.pg_get_expr(i.indpred, i.indrelid) FROM pg_catalog.pg_index i

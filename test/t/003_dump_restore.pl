@@ -55,8 +55,8 @@ SELECT sandbox_store.checkpoint_append(
 
 # Runs (1.5): a run claimed twice with a log (the first driver's epoch is
 # stale), a finished run with a closed, watched log, and a log of no run.
-# The epochs are the ones run_claim returned (the run's current epoch plus a
-# number drawn from fence_seq), kept here.
+# The epochs are the ones run_claim returned (the highest epoch the run had
+# plus a number drawn from fence_seq), kept here.
 $node->safe_psql(
 	'src', q{
 SELECT sandbox_store.run_create_or_resume('run-a', 'thread-r', 1700000000000.5);

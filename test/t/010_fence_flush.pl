@@ -2,8 +2,9 @@
 #
 # A fence is never handed out twice, whichever path hands it out, even when
 # the server crashes before the transaction that took it commits; and the
-# same of a run's driver epoch (1.5.2: run_claim returns the run's current
-# epoch plus a number drawn from fence_seq).
+# same of a run's driver epoch (1.5.2: run_claim returns the run's epoch
+# plus a number drawn from fence_seq; 1.6.0: the highest epoch the run ever
+# had, which is its current one in these cases).
 #
 # The fence sequence WAL-logs only every 32nd value, and nothing flushes
 # that WAL record before the transaction's commit is flushed: if the server
@@ -287,7 +288,7 @@ sub check_run_after_restart
 {
 	my $name = 'run_update raising driverEpoch, autocommit, synchronous_commit off';
 	my ($run, $before) = claimed_run();
-	# (any number above the current epoch: a patch may raise it so)
+	# (any number above every epoch the run had: a patch may raise it so)
 	my $raised = $before + 1000;
 	is( sql("SET synchronous_commit = off; SELECT sandbox_store.run_update('$run', '{\"driverEpoch\": $raised}', $before)"),
 		't', "$name: the patch raises the epoch from $before to $raised");

@@ -21,31 +21,34 @@
 #     catalog edited, as a newer update would leave it): the next call is
 #     refused with SB002, in a new transaction and within an open one (after
 #     the update replaced a function); the same version again and it works.
-#   C edition, 1.5.1 -> 1.5.2: the released 1.5.1 library, built from git
-#     (the 1.5.1 release commit) into the same private copy of the server;
-#     a pooled session of it appends to a claimed run's log, then this
-#     tree's library is installed and another session runs ALTER EXTENSION
-#     ... UPDATE TO '1.5.2'.  The pooled session's next calls of C code are
-#     refused by the 1.5.1 library's own check (SB002), run_log_append's
-#     included (1.5.2 binds it to the symbol of 1.5.1,
-#     sandbox_run_log_append_v1_5_1, which the 1.5.1 library has: not
-#     42883), and so are run_claim and checkpoint_acquire_writer, whose
+#   C edition, 1.5.2 -> 1.6.0: the 1.5.2 library, built from git (the last
+#     commit of 1.5.2) into the same private copy of the server; a run is
+#     claimed and a pooled session of that library appends to its log, then
+#     this tree's library is installed and another session runs ALTER
+#     EXTENSION ... UPDATE TO '1.6.0'.  The driver's epoch is still current
+#     (a new session appends with it) and max_driver_epoch holds it.  The
+#     pooled session's next calls of C code are refused: run_log_append with
+#     42883 (1.6.0 binds it to sandbox_run_log_append_v1_6_0, which the
+#     1.5.2 library does not have), the others by the library's own check
+#     (SB002), run_claim and checkpoint_acquire_writer included, whose
 #     PL/pgSQL bodies call C helpers; nothing is appended, claimed or
 #     stored.  The run functions that are PL/pgSQL and call no C function
-#     are not refused: they run 1.5.2's bodies (run_update refuses a
-#     driverEpoch past 2^53 - 1, which 1.5.1 took; a valid one writes).  A
-#     new session, and the pooled one reconnected, work by 1.5.2's rules.
+#     run 1.6.0's bodies: run_update clears driverEpoch (1.5.2 refused it),
+#     after which the old epoch is refused.  A new session, and the pooled
+#     one reconnected, work by 1.6.0's rules: an append without an epoch is
+#     refused, the next claim is above the cleared epoch.
 #   SQL edition (plain script in every run; pg_tle too when SB_EDITION is
 #     pg_tle): a pooled session that ran the 1.4 functions (their plans
 #     cached) calls them after the 1.4 -> 1.4.1 update: the bodies are
 #     1.4.1's (edition() says 1.4.1, the checkpoint functions call the moved
 #     helpers), and the released fence is refused (SB001).  The same for
-#     1.5.1 -> 1.5.2 with the run functions (the scripts of 1.5.1 as
-#     released, test/upgrade/sql-edition-1.5.1): after the update the pooled
-#     session's edition() says 1.5.2, a chunk that is an array (taken at
-#     1.5.1) is refused (22023), a driverEpoch past 2^53 - 1 is refused
-#     (22023), and its claim draws the new epoch from fence_seq (1.5.1's did
-#     not): above the old one, which then gets SB001.
+#     1.5.2 -> 1.6.0 with the run functions (the scripts of 1.5.2 as
+#     released, test/upgrade/sql-edition-1.5.2): the pooled session claims
+#     a run and appends at 1.5.2, where a clear of driverEpoch is refused;
+#     after the update its edition() says 1.6.0, its epoch is still current
+#     (it appends on; max_driver_epoch holds the epoch), an append without
+#     an epoch is refused, a clear is accepted and then the old epoch is
+#     refused (SB001), and its next claim is above the cleared epoch.
 
 use strict;
 use warnings FATAL => 'all';
@@ -67,9 +70,9 @@ my ($tree_version) = slurp_file("$root/sandbox_store.control") =~ /^default_vers
 my $newer_version = "$tree_version.1";
 my $edition = $ENV{SB_EDITION} // 'c';
 
-# The commits of the 1.4 and 1.5.1 releases.
+# The commit of the 1.4 release, and the last commit of 1.5.2.
 my $release_1_4 = 'a198ec5bc1fdbb137821009909677a99e306b249';
-my $release_1_5_1 = 'cf46f2109fba6109958aa10b42289f98be364bee';
+my $release_1_5_2 = '08fd0fccbf501b8edfc66a352c6f4c90c4e859e1';
 
 # git only reads the repository here: let it read a clone that another user
 # owns (the suites run as postgres on a copy that root made).
@@ -293,87 +296,100 @@ COMMIT;});
 	return;
 }
 
-# The C edition, 1.5.1 -> 1.5.2: a pooled session of the 1.5.1 library
-# (built from its release commit) across ALTER EXTENSION ... UPDATE TO
-# '1.5.2' run in another session.
-sub c_edition_1_5_1
+# The C edition, 1.5.2 -> 1.6.0: a pooled session of the 1.5.2 library
+# (built from its last commit) across ALTER EXTENSION ... UPDATE TO '1.6.0'
+# run in another session.
+sub c_edition_1_5_2
 {
 	my $server = private_server();
-	$server->{install_lib}->($server->{release_lib}->($release_1_5_1, '1.5.1'));
-	my $node = PostgreSQL::Test::Cluster->new('pooled_c_1_5_1', install_path => $server->{install_path});
+	$server->{install_lib}->($server->{release_lib}->($release_1_5_2, '1.5.2'));
+	my $node = PostgreSQL::Test::Cluster->new('pooled_c_1_5_2', install_path => $server->{install_path});
 	$node->init;
 	$node->start;
-	$node->safe_psql('postgres', "CREATE EXTENSION sandbox_store VERSION '1.5.1'");
+	$node->safe_psql('postgres', "CREATE EXTENSION sandbox_store VERSION '1.5.2'");
 	$node->safe_psql('postgres', q{SELECT sandbox_store.run_create_or_resume('run-1', 'thread-1', 1000)});
 	my $epoch = $node->safe_psql('postgres', q{SELECT sandbox_store.run_claim('run-1')});
 
-	# (1) A pooled connection loads the 1.5.1 library and calls the run
+	# (1) A pooled connection loads the 1.5.2 library and calls the run
 	# functions (run_log_append is C there, the others PL/pgSQL).
 	my $pooled = $node->background_psql('postgres', on_error_stop => 0);
 	my ($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"a": 1}]', $epoch)});
-	is("$err$out", '{1}', '1.5.1 library: the pooled session appends (seq 1)');
+	is("$err$out", '{1}', '1.5.2 library: the pooled session appends (seq 1)');
 	($err, $out) = bg_run($pooled, q{SELECT count(*) FROM sandbox_store.sandbox_get('k')});
-	is("$err$out", '0', '1.5.1 library: the pooled session reads a record');
-	($err, $out) = bg_run($pooled, q{SELECT sandbox_store.run_get('run-1') ->> 'driverEpoch'});
-	is("$err$out", $epoch, '1.5.1 library: the pooled session reads the run');
+	is("$err$out", '0', '1.5.2 library: the pooled session reads a record');
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": null}', $epoch)});
+	is(sqlstate_in($err), 'SB001', '1.5.2 library: a clear of driverEpoch is refused (SB001)');
 
 	# (2) This tree's library is installed, and another session updates.
 	$server->{install_lib}->($server->{tree_lib});
-	$node->safe_psql('postgres', q{ALTER EXTENSION sandbox_store UPDATE TO '1.5.2'});
+	$node->safe_psql('postgres', q{ALTER EXTENSION sandbox_store UPDATE TO '1.6.0'});
 	is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'}),
-		'1.5.2', 'updated to 1.5.2');
+		'1.6.0', 'updated to 1.6.0');
+	is( $node->safe_psql('postgres',
+			q{SELECT driver_epoch || ' ' || max_driver_epoch FROM sandbox_store.runs WHERE run_id = 'run-1'}),
+		"$epoch $epoch", 'the run keeps its epoch across the update, and max_driver_epoch holds it');
+	is( $node->safe_psql('postgres', qq{SELECT sandbox_store.run_log_append('run-1', '[{"a": 2}]', $epoch)}),
+		'{2}', 'a new session: the driver\'s epoch is still current (seq 2)');
+	is(sqlstate_of($node, q{SELECT sandbox_store.run_log_append('run-1', '[{"a": 0}]')}),
+		'SB001', 'a new session: an append without an epoch is refused (SB001)');
 
-	# (3) The pooled session, still running the 1.5.1 library: its C
-	# functions refuse (SB002).  run_log_append keeps its C symbol
-	# (sandbox_run_log_append_v1_5_1, which the 1.5.1 library has), so it is
-	# refused by the library's own check too, not with 42883.
+	# (3) The pooled session, still running the 1.5.2 library: its C
+	# functions refuse.  run_log_append is bound to a symbol of 1.6.0, which
+	# the 1.5.2 library does not have (42883); the others by the library's
+	# own check (SB002).
 	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 1}]', $epoch)});
-	is(sqlstate_in($err), 'SB002', 'the 1.5.1 library\'s session: run_log_append is refused (SB002)');
+	is(sqlstate_in($err), '42883', 'the 1.5.2 library\'s session: run_log_append fails (42883)');
+	like($err, qr/could not find function "sandbox_run_log_append_v1_6_0" in file/,
+		'... because 1.6.0 binds a symbol the 1.5.2 library does not have');
+	($err) = bg_run($pooled, q{SELECT count(*) FROM sandbox_store.sandbox_get('k')});
+	is(sqlstate_in($err), 'SB002', 'the 1.5.2 library\'s session: sandbox_get is refused (SB002)');
 	like(
 		$err,
-		qr/the sandbox_store library loaded in this session is older than the installed extension.*DETAIL:.*library of sandbox_store 1\.5\.1, and the extension in this database is at version 1\.5\.2/s,
-		'... naming the library 1.5.1 and the installed 1.5.2');
+		qr/the sandbox_store library loaded in this session is older than the installed extension.*DETAIL:.*library of sandbox_store 1\.5\.2, and the extension in this database is at version 1\.6\.0/s,
+		'... naming the library 1.5.2 and the installed 1.6.0');
 	for my $call (
-		q{SELECT count(*) FROM sandbox_store.sandbox_get('k')},
 		q{SELECT fence FROM sandbox_store.sandbox_claim('k', '1 minute')},
 		q{SELECT count(*) FROM sandbox_store.checkpoint_acquire_writer('thread-1', 60000)},
 		q{SELECT sandbox_store.run_claim('run-1')})
 	{
 		($err) = bg_run($pooled, $call);
-		is(sqlstate_in($err), 'SB002', "the 1.5.1 library's session: refused (SB002): $call");
+		is(sqlstate_in($err), 'SB002', "the 1.5.2 library's session: refused (SB002): $call");
 	}
 	is( $node->safe_psql('postgres',
 			q{SELECT (SELECT last_seq FROM sandbox_store.run_logs WHERE run_id = 'run-1') || ' '
 			  || (sandbox_store.run_get('run-1') ->> 'driverEpoch') || ' '
 			  || (SELECT count(*) FROM sandbox_store.leases)}),
-		"1 $epoch 0", 'nothing was appended, claimed or stored by the refused calls');
+		"2 $epoch 0", 'nothing was appended, claimed or stored by the refused calls');
 
 	# The run functions that are PL/pgSQL and call no C function are not
-	# refused: they run in the pooled session, reads and writes, with
-	# 1.5.2's bodies (no rule of 1.5.1 is applied): 1.5.2 refuses a
-	# driverEpoch above 2^53 - 1, which 1.5.1 took.
-	($err, $out) = bg_run($pooled, q{SELECT sandbox_store.run_get('run-1') ->> 'driverEpoch'});
-	is("$err$out", $epoch, 'the 1.5.1 library\'s session: run_get (PL/pgSQL) still answers');
-	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": 9007199254740992}', $epoch)});
-	is(sqlstate_in($err), '22023',
-		'the 1.5.1 library\'s session: run_update (PL/pgSQL) runs 1.5.2\'s body (a driverEpoch past 2^53 - 1: 22023)');
+	# refused: they run 1.6.0's bodies (no rule of 1.5.2 is applied): a
+	# clear of driverEpoch is accepted, and the old epoch is then refused.
 	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"cancelRequested": true}', $epoch)});
-	is("$err$out", 't', 'the 1.5.1 library\'s session: a valid run_update writes (not refused)');
-	is($node->safe_psql('postgres', q{SELECT sandbox_store.run_get('run-1') ->> 'cancelRequested'}),
-		'true', '... and its write is stored');
+	is("$err$out", 't', 'the 1.5.2 library\'s session: run_update (PL/pgSQL) writes with the current epoch');
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": null}', $epoch)});
+	is("$err$out", 't', 'the 1.5.2 library\'s session: run_update runs 1.6.0\'s body (a clear of driverEpoch is accepted)');
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"usage": {"n": 1}}', $epoch)});
+	is(sqlstate_in($err), 'SB001', 'the 1.5.2 library\'s session: after the clear its epoch is refused (SB001)');
 	($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
-	is("$err$out", '1.5.2', 'the 1.5.1 library\'s session: edition() says 1.5.2');
+	is("$err$out", '1.6.0', 'the 1.5.2 library\'s session: edition() says 1.6.0');
+	is( $node->safe_psql('postgres',
+			q{SELECT (sandbox_store.run_get('run-1') - 'runId' - 'threadId' - 'startedAt')::text
+			  || ' ' || max_driver_epoch FROM sandbox_store.runs WHERE run_id = 'run-1'}),
+		qq[{"status": "running", "cancelRequested": true} $epoch],
+		'... the record has no driverEpoch, and the run keeps the highest it had');
 
-	# A new session works, by 1.5.2's rules; so does the pooled one once
+	# A new session works, by 1.6.0's rules; so does the pooled one once
 	# reconnected.
+	is(sqlstate_of($node, qq{SELECT sandbox_store.run_log_append('run-1', '[{"c": 0}]', $epoch)}),
+		'SB001', 'a new session: the cleared epoch gets SB001');
+	is(sqlstate_of($node, q{SELECT sandbox_store.run_log_append('run-1', '[{"c": 0}]')}),
+		'SB001', 'a new session: so does an append without an epoch');
 	my $new_epoch = $node->safe_psql('postgres', q{SELECT sandbox_store.run_claim('run-1')});
-	cmp_ok($new_epoch, '>', $epoch, "a new session claims run-1: a new epoch ($new_epoch) above $epoch");
-	is(sqlstate_of($node, qq{SELECT sandbox_store.run_log_append('run-1', '[{"c": 1}]', $epoch)}),
-		'SB001', 'a new session: the old epoch gets SB001');
+	cmp_ok($new_epoch, '>', $epoch, "a new session claims run-1: a new epoch ($new_epoch) above the cleared $epoch");
 	$pooled->quit;
 	$pooled = $node->background_psql('postgres', on_error_stop => 0);
 	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"c": 1}]', $new_epoch)});
-	is("$err$out", '{2}', 'reconnected: the pooled session appends with the new epoch (seq 2)');
+	is("$err$out", '{3}', 'reconnected: the pooled session appends with the new epoch (seq 3)');
 	$pooled->quit;
 	$node->stop;
 	return;
@@ -423,51 +439,53 @@ sub sql_edition
 	return;
 }
 
-# The SQL edition, 1.5.1 -> 1.5.2: $install runs 1.5.1's script(s) in $db,
-# $update the update to 1.5.2.  A pooled session that ran 1.5.1's run
-# functions (their plans cached) calls them after the update: it gets 1.5.2's
-# behaviour.
+# The SQL edition, 1.5.2 -> 1.6.0: $install runs 1.5.2's script(s) in $db,
+# $update the update to 1.6.0.  A pooled session that ran 1.5.2's run
+# functions (their plans cached) calls them after the update: it gets 1.6.0's
+# behaviour, and the run's epoch fence is kept.
 sub sql_edition_runs
 {
 	my ($node, $db, $how, $install, $update) = @_;
 	$install->();
 	my $pooled = $node->background_psql($db, on_error_stop => 0);
 	my ($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
-	is($out, '1.5.1', "$how: the pooled session runs 1.5.1");
-	my $seq_query = q{SELECT last_value || '/' || is_called FROM sandbox_store.fence_seq};
+	is($out, '1.5.2', "$how: the pooled session runs 1.5.2");
 	($err) = bg_run($pooled, q{SELECT sandbox_store.run_create_or_resume('run-1', 'thread-1', 1000)});
-	is(sqlstate_in($err), 'ok', "$how: the pooled session creates a run at 1.5.1");
-	my $seq = $node->safe_psql($db, $seq_query);
+	is(sqlstate_in($err), 'ok', "$how: the pooled session creates a run at 1.5.2");
 	($err, my $epoch) = bg_run($pooled, q{SELECT sandbox_store.run_claim('run-1')});
-	is(sqlstate_in($err), 'ok', "$how: the pooled session claims it at 1.5.1 (epoch $epoch)");
-	is($node->safe_psql($db, $seq_query), $seq, "$how: 1.5.1's claim draws nothing from fence_seq");
-	# Plans of the 1.5.1 run functions cached in the session.
+	is(sqlstate_in($err), 'ok', "$how: the pooled session claims it at 1.5.2 (epoch $epoch)");
+	# Plans of the 1.5.2 run functions cached in the session.
 	for my $i (1 .. 2)
 	{
 		($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"a": $i}]', $epoch)});
-		is("$err$out", "{$i}", "$how: the pooled session appends at 1.5.1 (seq $i)");
+		is("$err$out", "{$i}", "$how: the pooled session appends at 1.5.2 (seq $i)");
 	}
-	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[[]]', $epoch)});
-	is(sqlstate_in($err), 'ok', "$how: at 1.5.1 the pooled session's append of a chunk that is an array is taken");
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": null}', $epoch)});
+	is(sqlstate_in($err), 'SB001', "$how: at 1.5.2 a clear of driverEpoch is refused (SB001)");
 
 	$update->();
-	is($node->safe_psql($db, q{SELECT version FROM sandbox_store.edition()}), '1.5.2', "$how: updated to 1.5.2");
+	is($node->safe_psql($db, q{SELECT version FROM sandbox_store.edition()}), '1.6.0', "$how: updated to 1.6.0");
+	is($node->safe_psql($db, q{SELECT driver_epoch || ' ' || max_driver_epoch FROM sandbox_store.runs}),
+		"$epoch $epoch", "$how: the run keeps its epoch, and max_driver_epoch holds it");
 
-	# The pooled session's next calls run 1.5.2's bodies.
+	# The pooled session's next calls run 1.6.0's bodies, under the same
+	# fence.
 	($err, $out) = bg_run($pooled, q{SELECT version FROM sandbox_store.edition()});
-	is($out, '1.5.2', "$how: the pooled session's edition() says 1.5.2");
-	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[[]]', $epoch)});
-	is(sqlstate_in($err), '22023', "$how: the pooled session's append of a chunk that is an array is refused (22023)");
-	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": 9007199254740992}', $epoch)});
-	is(sqlstate_in($err), '22023', "$how: the pooled session's run_update refuses a driverEpoch past 2^53 - 1 (22023)");
-	$seq = $node->safe_psql($db, $seq_query);
+	is($out, '1.6.0', "$how: the pooled session's edition() says 1.6.0");
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"a": 3}]', $epoch)});
+	is("$err$out", '{3}', "$how: the pooled session's epoch is still current: it appends on (seq 3)");
+	($err) = bg_run($pooled, q{SELECT sandbox_store.run_log_append('run-1', '[{"a": 0}]')});
+	is(sqlstate_in($err), 'SB001', "$how: the pooled session's append without an epoch is refused (SB001)");
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_update('run-1', '{"driverEpoch": null}', $epoch)});
+	is("$err$out", 't', "$how: the pooled session's run_update clears driverEpoch (1.6.0's body)");
+	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 0}]', $epoch)});
+	is(sqlstate_in($err), 'SB001', "$how: the pooled session's append with the cleared epoch gets SB001");
+	($err) = bg_run($pooled, q{SELECT sandbox_store.run_log_append('run-1', '[{"b": 0}]')});
+	is(sqlstate_in($err), 'SB001', "$how: so does one without an epoch");
 	($err, my $new_epoch) = bg_run($pooled, q{SELECT sandbox_store.run_claim('run-1')});
 	is(sqlstate_in($err), 'ok', "$how: the pooled session claims the run again");
-	cmp_ok($new_epoch, '>', $epoch, "$how: its new epoch ($new_epoch) is above the old one ($epoch)");
-	isnt($node->safe_psql($db, $seq_query), $seq, "$how: 1.5.2's claim drew its epoch's number from fence_seq");
-	($err) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 1}]', $epoch)});
-	is(sqlstate_in($err), 'SB001', "$how: the pooled session's append with the old epoch gets SB001");
-	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 2}]', $new_epoch)});
+	cmp_ok($new_epoch, '>', $epoch, "$how: its new epoch ($new_epoch) is above the cleared one ($epoch)");
+	($err, $out) = bg_run($pooled, qq{SELECT sandbox_store.run_log_append('run-1', '[{"b": 1}]', $new_epoch)});
 	is("$err$out", '{4}', "$how: and one with the new epoch goes on after the last seq (4)");
 	$pooled->quit;
 	return;
@@ -492,7 +510,7 @@ if ($edition eq 'c')
 	else
 	{
 		c_edition();
-		c_edition_1_5_1();
+		c_edition_1_5_2();
 	}
 }
 
@@ -537,17 +555,17 @@ if ($edition eq 'pg_tle')
 		});
 }
 
-# 1.5.1 -> 1.5.2, in databases of their own.
-my $old_1_5_1 = "$root/test/upgrade/sql-edition-1.5.1";
-my ($plain_update_1_5_2) = glob("$root/dist/sandbox_store--1.5.1--1.5.2.sql");
-BAIL_OUT('no plain update script to 1.5.2 in dist/: run make sql-edition') unless defined $plain_update_1_5_2;
+# 1.5.2 -> 1.6.0, in databases of their own.
+my $old_1_5_2 = "$root/test/upgrade/sql-edition-1.5.2";
+my ($plain_update_1_6_0) = glob("$root/dist/sandbox_store--1.5.2--1.6.0.sql");
+BAIL_OUT('no plain update script to 1.6.0 in dist/: run make sql-edition') unless defined $plain_update_1_6_0;
 $node->safe_psql('postgres', q{CREATE DATABASE plain_runs OWNER owner});
 {
 	local $ENV{PGUSER} = 'owner';
 	sql_edition_runs(
-		$node, 'plain_runs', 'plain, 1.5.1 -> 1.5.2',
-		sub { $run_file->('plain_runs', "$old_1_5_1/sandbox_store-1.5.1.sql") },
-		sub { $run_file->('plain_runs', $plain_update_1_5_2) });
+		$node, 'plain_runs', 'plain, 1.5.2 -> 1.6.0',
+		sub { $run_file->('plain_runs', "$old_1_5_2/sandbox_store-1.5.2.sql") },
+		sub { $run_file->('plain_runs', $plain_update_1_6_0) });
 }
 if ($edition eq 'pg_tle')
 {
@@ -556,14 +574,14 @@ if ($edition eq 'pg_tle')
 	$node->safe_psql('tle_runs', 'CREATE EXTENSION pg_tle');
 	local $ENV{PGUSER} = 'owner';
 	sql_edition_runs(
-		$node, 'tle_runs', 'pg_tle, 1.5.1 -> 1.5.2',
+		$node, 'tle_runs', 'pg_tle, 1.5.2 -> 1.6.0',
 		sub {
-			$run_file->('tle_runs', "$old_1_5_1/sandbox_store-1.5.1-pg_tle.sql");
+			$run_file->('tle_runs', "$old_1_5_2/sandbox_store-1.5.2-pg_tle.sql");
 			$node->safe_psql('tle_runs', 'CREATE EXTENSION sandbox_store');
 		},
 		sub {
 			$run_file->('tle_runs', $tle_script);
-			$node->safe_psql('tle_runs', q{ALTER EXTENSION sandbox_store UPDATE TO '1.5.2'});
+			$node->safe_psql('tle_runs', q{ALTER EXTENSION sandbox_store UPDATE TO '1.6.0'});
 		});
 }
 $node->stop;

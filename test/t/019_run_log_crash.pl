@@ -22,7 +22,7 @@
 # again by another driver mid-stream in round 1, so its appender's later
 # appends are refused), two on run-u (no runs row: unfenced appends).
 #
-# An epoch is what run_claim returned (the run's current epoch plus a
+# An epoch is what run_claim returned (the highest epoch the run had plus a
 # number drawn from fence_seq, docs/reference.md "The driver epoch fence"):
 # the test keeps each one it was given and checks relations (a new claim's
 # epoch is above the run's current one; the stored epoch is the one the

@@ -52,6 +52,10 @@ type Chunk = any;
 const DEFAULT_LEASE_MS = 30_000;
 /** Default period of the SSE heartbeat comment. */
 const DEFAULT_HEARTBEAT_MS = 5_000;
+/** Default period of the driver's look for a cancel request. */
+const DEFAULT_CANCEL_CHECK_MS = 1_000;
+/** TanStack AI's RUN_CANCEL_REASON: the abort reason of an explicit cancel. */
+const CANCEL_REASON = 'tanstack-ai:cancel-requested';
 /** The marker a producer appends before it asks the agent for anything (TanStack AI's RUN_ACCEPTED_EVENT). */
 const RUN_ACCEPTED = 'run.accepted';
 const HEARTBEAT = new TextEncoder().encode(': keep-alive\n\n');
@@ -64,7 +68,11 @@ export interface ChatInput {
   body: unknown;
   /** `body.messages`; `undefined` for a takeover served by a GET: load the thread's messages yourself. */
   messages: unknown[] | undefined;
-  /** The claim's signal: aborts when this replica loses the run (stop producing then). */
+  /**
+   * Aborts when this replica loses the run (its claim's signal) or the run
+   * is cancelled (reason `'tanstack-ai:cancel-requested'`, TanStack's
+   * `RUN_CANCEL_REASON`): stop producing then.
+   */
   signal: AbortSignal;
   /**
    * On a takeover: what the log holds.  Continue the answer after
@@ -96,6 +104,14 @@ export interface ChatHandlersOptions {
   connectTimeoutMs?: number;
   /** How often a claim checks that the run was not claimed by another replica (default 5 000 ms). */
   checkEpochEveryMs?: number | null;
+  /**
+   * How often the replica that drives a run looks for a cancel request
+   * (`runs.update(runId, { cancelRequested: true })` from any replica, as
+   * TanStack's `requestRunCancel` writes it; default 1 000 ms; `null`:
+   * never).  On one, the agent's `signal` aborts with TanStack's cancel
+   * reason and the run ends `aborted`.
+   */
+  cancelCheckMs?: number | null;
   /** Errors of drives nobody awaits (a failed agent, a lost claim). Default: ignored. */
   onError?: (error: unknown, context: { runId: string }) => void;
 }
@@ -179,6 +195,10 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
   const connectTimeoutMs =
     msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const driveOnGet = options.driveOnGet ?? true;
+  const cancelCheckMs =
+    options.cancelCheckMs === null
+      ? null
+      : (msOption(options.cancelCheckMs ?? DEFAULT_CANCEL_CHECK_MS, 'cancelCheckMs') ?? DEFAULT_CANCEL_CHECK_MS);
   const onError = options.onError ?? (() => undefined);
   const locks = options.locks ?? createLockStore(pool, { mode: 'lease', waitMs: null, leaseMs, connectTimeoutMs });
   const runs = createRunStore(pool, { connectTimeoutMs });
@@ -256,8 +276,38 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
         typeof body === 'object' && body !== null && Array.isArray((body as { messages?: unknown }).messages)
           ? ((body as { messages: unknown[] }).messages as unknown[])
           : undefined;
-      const stream = chat({ runId, threadId, body, messages, signal, resume: taken ? resume : undefined });
-      await driver.pipe(taken ? continueAfterLog(stored, stream) : stream, { runId, threadId, signal });
+      // The agent's signal: the claim's, or a cancel request found on the record.
+      const stop = new AbortController();
+      const onLost = (): void => stop.abort(signal.reason);
+      if (signal.aborted) onLost();
+      else signal.addEventListener('abort', onLost, { once: true });
+      let timer: NodeJS.Timeout | undefined;
+      if (cancelCheckMs !== null) {
+        timer = setInterval(() => {
+          runs.get(runId).then(
+            (record) => {
+              if (record?.cancelRequested === true && !stop.signal.aborted) stop.abort(CANCEL_REASON);
+            },
+            () => undefined, // the next look, or the claim, tells
+          );
+        }, cancelCheckMs);
+        timer.unref();
+      }
+      try {
+        const stream = chat({
+          runId,
+          threadId,
+          body,
+          messages,
+          signal: stop.signal,
+          resume: taken ? resume : undefined,
+        });
+        const produced = untilCancelled(taken ? continueAfterLog(stored, stream) : stream, stop.signal);
+        await driver.pipe(produced, { runId, threadId, signal });
+      } finally {
+        clearInterval(timer);
+        signal.removeEventListener('abort', onLost);
+      }
     });
   }
 
@@ -330,6 +380,41 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
   }
 
   return { POST, GET };
+}
+
+/**
+ * `stream` until `stop` aborts with the cancel reason: then a RUN_ERROR of
+ * code `aborted` ends it (the driver records the run `aborted`).  Any other
+ * abort (the claim lost) just stops it.
+ */
+async function* untilCancelled(stream: AsyncIterable<Chunk>, stop: AbortSignal): AsyncGenerator<Chunk> {
+  const iterator = stream[Symbol.asyncIterator]();
+  let stopped: () => void = () => undefined;
+  const aborted = new Promise<'stop'>((resolve) => {
+    stopped = () => resolve('stop');
+    if (stop.aborted) resolve('stop');
+    else stop.addEventListener('abort', stopped, { once: true });
+  });
+  let finished = false;
+  try {
+    for (;;) {
+      const next = await Promise.race([iterator.next(), aborted]);
+      if (next === 'stop') break;
+      if (next.done === true) {
+        finished = true;
+        return;
+      }
+      yield next.value;
+    }
+  } finally {
+    stop.removeEventListener('abort', stopped);
+    // Stopped, or left early by the consumer: let the agent wind down without waiting for it.
+    if (!finished) void Promise.resolve(iterator.return?.()).catch(() => undefined);
+  }
+  if (stop.reason === CANCEL_REASON) {
+    const error = { message: 'The run was cancelled.', code: 'aborted' };
+    yield { type: 'RUN_ERROR', timestamp: Date.now(), message: error.message, code: error.code, error };
+  }
 }
 
 /**

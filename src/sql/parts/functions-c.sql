@@ -117,12 +117,14 @@ LANGUAGE C VOLATILE;
 -- The SQL edition's is PL/pgSQL (parts/run-log-append-sql.sql), with the
 -- same checks and messages.  row_security is pinned as the SQL edition
 -- pins it: forced on a run table, the statements fail (42501) instead of
--- being filtered by a policy.
+-- being filtered by a policy.  The symbol of 1.6.0 (an append without an
+-- epoch is refused once the run was ever claimed); the library keeps
+-- 1.5.1's for a database not yet updated.
 CREATE FUNCTION sandbox_store.run_log_append(
     run_id pg_catalog.text,
     chunks pg_catalog.jsonb,
     epoch pg_catalog.int8 DEFAULT NULL)
 RETURNS pg_catalog.int8[]
-AS 'MODULE_PATHNAME', 'sandbox_run_log_append_v1_5_1'
+AS 'MODULE_PATHNAME', 'sandbox_run_log_append_v1_6_0'
 LANGUAGE C VOLATILE
 SET row_security = off;

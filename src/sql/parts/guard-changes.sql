@@ -96,6 +96,7 @@ WITH ext AS (
     ('runs', 'detached_since', ARRAY['pg_catalog.float8']::pg_catalog.regtype[], false, false),
     ('runs', 'cancel_requested', ARRAY['pg_catalog.bool']::pg_catalog.regtype[], false, false),
     ('runs', 'driver_epoch', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], false, false),
+    ('runs', 'max_driver_epoch', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], false, false),
     ('run_logs', 'run_id', ARRAY['pg_catalog.text']::pg_catalog.regtype[], true, true),
     ('run_logs', 'last_seq', ARRAY['pg_catalog.int8']::pg_catalog.regtype[], true, false),
     ('run_logs', 'closed_at', ARRAY['pg_catalog.timestamptz']::pg_catalog.regtype[], false, false),

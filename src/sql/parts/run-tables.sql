@@ -3,10 +3,12 @@
 -- The same SQL in both editions (PL/pgSQL, src/sql/parts/runs/, one
 -- function per file).
 --
--- A run's driver claims it (run_claim), which raises the run's
--- driver_epoch; every write that carries an epoch is refused (SB001) unless
--- it is the run's current one, and a write without one is refused once a
--- driver has claimed the run.  The check and the write are one call, under
+-- A run's driver claims it (run_claim), which gives the run a driver_epoch
+-- above every epoch it had (max_driver_epoch, kept when a RunStore update
+-- clears driver_epoch); every write that carries an epoch is refused (SB001)
+-- unless it is the run's current one, and a log write without one is
+-- refused once a driver has ever claimed the run (docs/reference.md, "The
+-- driver epoch fence").  The check and the write are one call, under
 -- the lock of the run's log row: a log write takes it, then reads the runs
 -- row; a claim takes it, then raises the epoch in the runs row.  So either
 -- the write commits before the claim (which waited for it) or it reads the
@@ -23,8 +25,8 @@
 -- commits, and every write before was committed when the reader read.  A
 -- log nobody watches costs no notification (PostgreSQL serializes the
 -- commits of notifying transactions across the whole server).  Whatever
--- takes both takes the log row before the runs row (a claim, a run_update
--- that sets driverEpoch), so no two calls deadlock.
+-- takes both takes the log row before the runs row (a claim, every
+-- run_update), so no two calls deadlock.
 -- run_log_prune deletes finished, quiet logs.
 --
 -- Errors: SB001 (a stale epoch), SBR01 (unknown run), SBR02 (finished run
@@ -42,11 +44,16 @@ CREATE TABLE sandbox_store.runs (
     detached_since   pg_catalog.float8,
     cancel_requested pg_catalog.bool,
     driver_epoch     pg_catalog.int8,
+    max_driver_epoch pg_catalog.int8,
     CONSTRAINT runs_pkey PRIMARY KEY (run_id),
     CONSTRAINT runs_run_id_length CHECK (pg_catalog.octet_length(run_id) BETWEEN 1 AND 1024),
     CONSTRAINT runs_thread_id_length CHECK (pg_catalog.octet_length(thread_id) BETWEEN 1 AND 1000),
     CONSTRAINT runs_status_check
-        CHECK (status OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'interrupted', 'completed', 'failed', 'aborted']))
+        CHECK (status OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'interrupted', 'completed', 'failed', 'aborted'])),
+    -- (the highest epoch the run had is never below its current one)
+    CONSTRAINT runs_max_driver_epoch_check
+        CHECK (driver_epoch IS NULL
+               OR max_driver_epoch IS NOT NULL AND max_driver_epoch OPERATOR(pg_catalog.>=) driver_epoch)
 );
 -- run_list_by_thread (by started_at, then run_id as UTF-8 bytes) and
 -- run_find_active (the latest).
@@ -58,7 +65,7 @@ CREATE INDEX runs_detached_idx
  WHERE status OPERATOR(pg_catalog.=) 'running' AND detached_since IS NOT NULL;
 SELECT pg_catalog.pg_extension_config_dump('sandbox_store.runs', '');
 COMMENT ON TABLE sandbox_store.runs IS
-'Agent runs (RunStore records): run id, thread, status, startedAt and finishedAt (epoch ms, as the client gave them), error, usage, sandbox key, detachedSince, cancelRequested, and the driver epoch run_claim raises (NULL: never claimed). Written only through the run_* functions.';
+'Agent runs (RunStore records): run id, thread, status, startedAt and finishedAt (epoch ms, as the client gave them), error, usage, sandbox key, detachedSince, cancelRequested, the current driver epoch (NULL: none) and the highest the run ever had (NULL: never claimed), which the next claim goes above. Written only through the run_* functions.';
 
 CREATE TABLE sandbox_store.run_logs (
     run_id     pg_catalog.text NOT NULL,

@@ -1,7 +1,9 @@
 -- RunStore.update: apply a patch of RunRecord fields (camelCase keys; a key
 -- with JSON null clears its field, an absent key leaves it).  With epoch,
--- the run's driver_epoch must be epoch (SB001 otherwise); driverEpoch in
--- the patch may raise the epoch or keep it, never lower or clear it
+-- the run's driver_epoch must be epoch (SB001 otherwise).  driverEpoch in
+-- the patch may clear the epoch (null), keep it (the current value) or
+-- raise it above every epoch the run had (max_driver_epoch: a claim, made
+-- durable); any other value could let a superseded driver write again
 -- (SB001).  It takes the run's log row lock first, as run_claim and every
 -- log write do, so the calls of one run always lock in one order (no two
 -- deadlock, even several in one transaction), a log write in flight
@@ -24,6 +26,7 @@ DECLARE
     v_detached pg_catalog.float8;
     v_driver pg_catalog.int8;
     v_current pg_catalog.int8;
+    v_highest pg_catalog.int8;
 BEGIN
     PERFORM sandbox_store_internal._run_id(run_update.run_id, 'run id', 1024);
     IF jsonb_typeof(run_update.patch) IS DISTINCT FROM 'object' THEN
@@ -83,40 +86,56 @@ BEGIN
     END IF;
 
     -- The log row's lock first, as run_claim takes it (only when the run
-    -- exists: an unknown run is left alone): a patch that sets driverEpoch
-    -- is a claim, and one that finishes the run ends every driver's
-    -- writes, so each waits for the log write in flight; any other patch
-    -- takes it too, so that the locks of one run are always taken log row
-    -- first.
-    -- (a row lock of the log row when it exists, no new row version; the
-    -- upsert, which waits for a first append's insert in flight, when it
-    -- does not)
+    -- exists: an unknown run is left alone): a patch that sets or clears
+    -- driverEpoch is a claim or ends the driver's writes, and one that
+    -- finishes the run ends every driver's writes, so each waits for the
+    -- log write in flight; any other patch takes it too, so that the locks
+    -- of one run are always taken log row first.
+    -- (Those that end writes write a new version of the log row, as
+    -- run_claim does: a log writer at REPEATABLE READ whose snapshot
+    -- predates their commit then fails its upsert of the row (40001)
+    -- instead of reading the runs row as its snapshot has it.  The others
+    -- take a row lock of the log row when it exists, no new row version;
+    -- the upsert, which waits for a first append's insert in flight, when
+    -- it does not.)
     IF EXISTS (
         SELECT FROM ONLY sandbox_store.runs r WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id) THEN
-        PERFORM FROM ONLY sandbox_store.run_logs l WHERE l.run_id OPERATOR(pg_catalog.=) run_update.run_id FOR UPDATE;
-        IF NOT FOUND THEN
+        IF run_update.patch ? 'driverEpoch'
+           OR run_update.patch ->> 'status' IN ('completed', 'failed', 'aborted') THEN
             INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
             VALUES (run_update.run_id, 0, clock_timestamp())
             ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
+        ELSE
+            PERFORM FROM ONLY sandbox_store.run_logs l WHERE l.run_id OPERATOR(pg_catalog.=) run_update.run_id FOR UPDATE;
+            IF NOT FOUND THEN
+                INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
+                VALUES (run_update.run_id, 0, clock_timestamp())
+                ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
+            END IF;
         END IF;
     END IF;
-    SELECT r.driver_epoch INTO v_current FROM ONLY sandbox_store.runs r
+    SELECT r.driver_epoch, r.max_driver_epoch INTO v_current, v_highest FROM ONLY sandbox_store.runs r
      WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id
        FOR UPDATE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     IF run_update.epoch IS NOT NULL AND v_current IS DISTINCT FROM run_update.epoch THEN
-        PERFORM sandbox_store_internal._run_stale(run_update.run_id, run_update.epoch, v_current, true);
+        PERFORM sandbox_store_internal._run_stale(run_update.run_id, run_update.epoch, v_current, v_highest, true);
     END IF;
-    IF run_update.patch ? 'driverEpoch' AND (v_driver IS NULL OR v_driver OPERATOR(pg_catalog.<) v_current) THEN
+    -- driverEpoch: null clears it (the highest is kept), the current value
+    -- keeps it, a value above every epoch the run had raises it; a value at
+    -- or below the highest, other than the current one, is refused.
+    IF v_driver IS DISTINCT FROM v_current AND v_driver <= COALESCE(v_highest, 0) THEN
         PERFORM sandbox_store_internal._run_raise('SB001',
             format('the driver epoch of run %s is not current', to_jsonb(run_update.run_id)),
-            format('The patch %s driverEpoch, and the current epoch is %s: an epoch is never lowered or cleared.  Nothing was changed.',
-                   CASE WHEN v_driver IS NULL THEN 'clears' ELSE 'sets ' || v_driver || ' as' END,
-                   COALESCE(v_current::pg_catalog.text, 'none')));
+            format('The patch sets %s as driverEpoch, and %s: a driverEpoch other than the current one must be above every epoch the run had.  Nothing was changed.',
+                   v_driver,
+                   CASE WHEN v_current IS NULL
+                        THEN format('the run has no current epoch (it was cleared; the highest it had is %s)', v_highest)
+                        ELSE format('the current epoch is %s', v_current) END));
     END IF;
-    IF v_driver IS DISTINCT FROM v_current AND v_driver IS NOT NULL THEN
+    IF v_driver > COALESCE(v_highest, 0) THEN
         PERFORM sandbox_store_internal._run_durable();
     END IF;
 
@@ -131,11 +150,12 @@ BEGIN
         detached_since = CASE WHEN run_update.patch ? 'detachedSince' THEN v_detached ELSE r.detached_since END,
         cancel_requested = CASE WHEN run_update.patch ? 'cancelRequested'
                                 THEN (run_update.patch ->> 'cancelRequested')::pg_catalog.bool ELSE r.cancel_requested END,
-        driver_epoch = CASE WHEN run_update.patch ? 'driverEpoch' THEN v_driver ELSE r.driver_epoch END
+        driver_epoch = CASE WHEN run_update.patch ? 'driverEpoch' THEN v_driver ELSE r.driver_epoch END,
+        max_driver_epoch = GREATEST(r.max_driver_epoch, v_driver)
      WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id;
     RETURN true;
 END
 $$;
 
 COMMENT ON FUNCTION sandbox_store.run_update(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8) IS
-'Apply a patch of RunRecord fields to the run (status, finishedAt, error, usage, sandboxKey, detachedSince, cancelRequested, driverEpoch; a key with null clears its field, except status): false for an unknown run, true otherwise. With epoch: refused (SB001, nothing changed) unless it is the run''s current driver epoch. A driverEpoch in the patch may keep or raise the epoch, never lower or clear it (SB001).';
+'Apply a patch of RunRecord fields to the run (status, finishedAt, error, usage, sandboxKey, detachedSince, cancelRequested, driverEpoch; a key with null clears its field, except status): false for an unknown run, true otherwise. With epoch: refused (SB001, nothing changed) unless it is the run''s current driver epoch. A driverEpoch in the patch may clear the epoch (null), keep it, or raise it above every epoch the run had; any other value is refused (SB001).';

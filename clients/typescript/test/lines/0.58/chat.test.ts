@@ -145,6 +145,29 @@ test('a reconnect to another replica while the producer lives reads and waits; i
   assert.deepEqual(drives, [`A:${runId}`]);
 });
 
+test('a cancel request from another replica stops the producer: the answer ends with RUN_ERROR aborted, the run is aborted', async () => {
+  const drives: string[] = [];
+  const a = createChatHandlers({ pool: poolA, chat: counting(drives, 'A', 100), leaseMs: 60_000, cancelCheckMs: 50 });
+  const runId = `ts-test/chat/${randomUUID()}`;
+  let cancelled = false;
+  const read = await within(
+    30_000,
+    readSse(await a.POST(post(runId)), (r) => {
+      if (!cancelled && tokensOf(r).length === 5) {
+        cancelled = true;
+        void createRunStore(poolB).update(runId, { cancelRequested: true }); // the stop button, through B
+      }
+      return false;
+    }),
+    'the answer',
+  );
+  assert.ok(tokensOf(read).length < TOKENS, `stopped early (${tokensOf(read).length} tokens)`);
+  assert.equal(read.events.at(-1)?.type, 'RUN_ERROR');
+  const record = await finished(runId);
+  assert.equal(record?.status, 'aborted');
+  assert.equal(record?.error?.code, 'aborted');
+});
+
 test('bad requests: a POST that is not JSON (400), a GET without an offset (400), a run nobody knows (404)', async () => {
   const { POST, GET } = createChatHandlers({ pool: poolA, chat: counting([], 'A', 1) });
   const notJson = await POST(new Request('http://replica/api/chat', { method: 'POST', body: '{' }));
