@@ -264,9 +264,14 @@ function report(t: TestContext, scenario: string, state: PageState, faultAt: num
   }
 }
 
-/** The writes `replica` made from line `from` on (run_log_append, run_update, ...). */
-const writesOf = (replica: Replica, from = 0) =>
-  replica.lines.slice(from).filter((l) => typeof l['write'] === 'string');
+/**
+ * The run writes `replica` sent (run_log_append, run_update, ...) at
+ * `since` or later, by its clock (the same machine's): a stopped process
+ * sends nothing, so after a SIGCONT at `since` these are the ones it sent
+ * awake (one it sent before the stop may be answered, and printed, after).
+ */
+const writesOf = (replica: Replica, since = 0) =>
+  replica.lines.filter((l) => typeof l['write'] === 'string' && Number(l['sentAt']) >= since);
 
 test('(a) the producing replica is killed (kill -9) mid-stream: the other takes over, the page gets every token once', async (t) => {
   const setup = await setUp();
@@ -303,7 +308,7 @@ test('(b) the producer is stopped (SIGSTOP) past its lease: the other takes over
     const drive = await takeoverBy(setup, runId, other);
     const state = await checkPage(setup, [drive]);
     // Woken after the run is done: every write it still tries is refused.
-    const woke = producer.lines.length;
+    const woke = Date.now();
     producer.child.kill('SIGCONT');
     await waitFor(
       `${producer.name}, woken, tries a write and is refused`,
@@ -379,7 +384,7 @@ test('(d) a chain: kill the producer, the other takes over, the killed one resta
     second.child.kill('SIGSTOP');
     const drive3 = await takeoverBy(setup, runId, restarted);
     const state = await checkPage(setup, [drive2, drive3]);
-    const woke = second.lines.length;
+    const woke = Date.now();
     second.child.kill('SIGCONT');
     await waitFor(
       `${second.name}, woken, tries a write and is refused`,

@@ -21,8 +21,9 @@
  * from the first token not stored, in the stored message), each run write it
  * sends to the database and its outcome ({ write: 'run_log_append' |
  * 'run_log_close' | 'run_update' | 'run_claim' | 'run_log_upsert', ok,
- * sqlstate }), the end of a drive ({ drove, to }), and a drive's error
- * ({ failed, error }: a claim lost, a write refused).
+ * sqlstate, sentAt: Date.now() when it was sent }), the end of a drive
+ * ({ drove, to }), and a drive's error ({ failed, error }: a claim lost, a
+ * write refused).
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -61,8 +62,14 @@ function watchWrites(pool: pg.Pool): void {
       const text = typeof a[0] === 'string' ? a[0] : (a[0] as { text?: string } | undefined)?.text;
       const write = typeof text === 'string' ? writes.exec(text)?.[1] : undefined;
       if (write === undefined) return query(...a);
+      const sentAt = Date.now();
       const report = (error: unknown) =>
-        emit({ write, ok: error == null, ...(error == null ? {} : { sqlstate: (error as { code?: string }).code }) });
+        emit({
+          write,
+          ok: error == null,
+          ...(error == null ? {} : { sqlstate: (error as { code?: string }).code }),
+          sentAt,
+        });
       const last = a.at(-1);
       if (typeof last === 'function') {
         return query(...a.slice(0, -1), (error: unknown, ...rest: unknown[]) => {
