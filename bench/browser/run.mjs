@@ -36,6 +36,7 @@
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync, createWriteStream, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { pathToFileURL } from 'node:url';
 
 import { chromium } from 'playwright-core';
@@ -232,7 +233,24 @@ function observe() {
   look();
 }
 
-async function openPage(browser, port) {
+/**
+ * One TCP connection to the balancer, closed at once: its round robin moves
+ * on by one.  Every other trial does it, so that the answer's producer is
+ * each replica in turn (a page makes as many connections in every trial).
+ */
+async function turn(port) {
+  await new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve();
+    });
+    socket.on('error', () => resolve());
+  });
+  await sleep(50);
+}
+
+async function openPage(browser, port, trial) {
+  if (trial % 2 === 0) await turn(port);
   const context = await browser.newContext();
   const page = await context.newPage();
   page.on('console', (m) => log.write(`[page ${m.type()}] ${m.text()}\n`));
@@ -318,6 +336,15 @@ async function runLog(runId) {
 
 // --- one trial ----------------------------------------------------------------------
 
+/**
+ * Tokens past BB_FAULT_AT at which trial k faults: the trials spread evenly
+ * over one lease renewal period (the driver renews every leaseMs / 3), so
+ * that the fault does not always land at the same point of the producer's
+ * renewal cycle, which the takeover's wait depends on.
+ */
+const renewTokens = Math.max(1, Math.round(leaseMs / 3 / tokenMs));
+const phase = (trial) => Math.floor(((trial - 1) * renewTokens) / trials);
+
 const results = [];
 const twoLines = [];
 const tsv = `${out}/browser.tsv`;
@@ -401,12 +428,12 @@ async function lateWrites(cluster, runId) {
 
 async function pgTrial(browser, cluster, scenario, trial) {
   await cluster.ready();
-  const { context, page, offset, spread } = await openPage(browser, cluster.balancer.port);
+  const { context, page, offset, spread } = await openPage(browser, cluster.balancer.port, trial);
   const base = { system: 'sandbox_store', scenario, trial, offset, spread };
   try {
     const since = Date.now() - 1;
     await ask(page);
-    await waitShown(page, scenario === 'chain' ? Math.min(faultAt, 60) : faultAt);
+    await waitShown(page, (scenario === 'chain' ? Math.min(faultAt, 60) : faultAt) + phase(trial));
     const runId = await until('the run', () => latestRun(since), 5000);
     const victim = await until('the producer', producer, 5000);
     const faults = [];
@@ -422,7 +449,7 @@ async function pgTrial(browser, cluster, scenario, trial) {
       });
       await cluster.ready(); // A again, on its port, healthy
       const at = (await state(page)).max;
-      await waitShown(page, at + 40);
+      await waitShown(page, at + 40 + phase(trial));
       const now = await until('the producer', producer, 5000);
       if (now !== other) throw new Error(`after the takeover ${now} produces, not ${other}`);
       faults.push({ victim: other, F: await signal(cluster.byName(other), 'SIGSTOP') });
@@ -444,12 +471,12 @@ async function pgTrial(browser, cluster, scenario, trial) {
 
 async function redisTrial(browser, cluster, scenario, trial) {
   await cluster.ready();
-  const { context, page, offset, spread } = await openPage(browser, cluster.balancer.port);
+  const { context, page, offset, spread } = await openPage(browser, cluster.balancer.port, trial);
   const base = { system: 'resumable-stream', scenario, trial, offset, spread };
   try {
     const since = Date.now() - 1;
     await ask(page);
-    await waitShown(page, faultAt);
+    await waitShown(page, faultAt + phase(trial));
     const produce = cluster.replicas
       .flatMap((r) => r.events.filter((e) => e.event === 'produce' && e.at >= since).map((e) => ({ ...e, name: r.name })))
       .at(-1);
@@ -518,7 +545,7 @@ const labels = {
   'chain:1': '(d) chain: kill -9 of A',
   'chain:2': '(d) chain: then SIGSTOP of B (A restarted)',
   'redis-kill': 'resumable-stream: kill -9 of the producer, resume only',
-  'redis-second': 'resumable-stream: kill -9, then a second producer for the id',
+  'redis-second': 'resumable-stream: kill -9, then a second producer for the id (the answer made again from t0)',
 };
 
 function report(started) {
@@ -535,7 +562,8 @@ function report(started) {
   lines.push(
     `The chat-resume example (two replicas of its server, its balancer, its page on @tanstack/ai-client 0.33.2 in headless chromium),`,
     `LEASE_MS=${leaseMs}, HEARTBEAT_MS=${heartbeatMs}, ${tokens} tokens one every ${tokenMs} ms, the fault once the page shows token ${faultAt}`,
-    `(${Math.min(faultAt, 60)} in the chain); ${trials} trial${trials === 1 ? '' : 's'} per scenario. ms after the fault, median / max over the trials whose outcome is ok:`,
+    `(${Math.min(faultAt, 60)} in the chain; its second fault 40 tokens after A is back) plus 0 to ${renewTokens - 1} tokens, spread evenly over the trials`,
+    `(one renewal period of the lease); ${trials} trial${trials === 1 ? '' : 's'} per scenario. ms after the fault, median / max over the trials whose outcome is ok:`,
     `"new": the page shows the first token produced after the fault (the highest token produced before it, by its timestamp in the`,
     `log, plus one); "produced": that token was produced; "next": the page shows any token beyond what it showed at the fault.`,
     '',
@@ -561,9 +589,9 @@ function report(started) {
     }
     for (const [story, rs] of seen) {
       const errs = rs.map((r) => r.errorMs).filter((v) => v !== undefined);
-      lines.push(`- ${rs.length} of ${redis.filter((r) => r.scenario === rs[0].scenario).length} trials, ${story}` +
-        ` (e.g. trial ${rs[0].trial}: ${rs[0].outcome}${rs[0].detail ? `; ${rs[0].detail}` : ''})` +
-        `${errs.length > 0 ? `; page error after ${cell(errs)} ms (median / max)` : ''}`);
+      const of = redis.filter((r) => r.scenario === rs[0].scenario).length;
+      lines.push(`- ${rs[0].scenario}, ${rs.length} of ${of} trials like trial ${rs[0].trial}: ${rs[0].outcome}` +
+        `${rs[0].detail ? `; ${rs[0].detail}` : ''}${errs.length > 0 ? `; the page's error ${cell(errs)} ms after the fault (median / max)` : ''}`);
     }
   }
   if (twoLines.length > 0) {
