@@ -656,10 +656,13 @@ try {
     }
   }
   failures = results.filter((r) => r.outcome.startsWith('harness:')).length;
+} catch (error) {
+  note(`failed: ${error?.stack ?? error}`);
+  failures += 1;
 } finally {
   await browser.close();
   await db.end();
   report(started);
-  log.end();
 }
-process.exitCode = failures === 0 ? 0 : 1;
+// Exit when the log is written: Redis connections the library keeps (its subscriptions) would hold the process.
+log.end(() => process.exit(failures === 0 ? 0 : 1));
