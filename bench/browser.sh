@@ -90,7 +90,7 @@ for tool in node npm psql; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool not found"
 done
 # Without a browser there is nothing to measure: said so, not failed (make deps installs Debian's chromium).
-[ -x "$chromium" ] || skip "no chromium at $chromium (apt-get install chromium; test/scripts/install-deps.sh lists it)"
+[ -x "$chromium" ] || skip "no chromium at $chromium (apt-get install chromium: Debian's, nothing downloads a browser)"
 if [[ " $scenarios " == *" redis-"* ]] && ! command -v redis-server >/dev/null 2>&1; then
   warn "redis-server not found: the resumable-stream scenarios are left out (apt-get install redis-server)"
   scenarios=$(tr ' ' '\n' <<<"$scenarios" | grep -v '^redis-' | tr '\n' ' ')
