@@ -121,7 +121,7 @@ start=$SECONDS
   npmq install
   npmq run build
   cd "$here/browser"
-  [ -d node_modules/playwright-core ] && [ -d node_modules/resumable-stream ] || npmq ci
+  if [ ! -d node_modules/playwright-core ] || [ ! -d node_modules/resumable-stream ]; then npmq ci; fi
 )
 for f in dist/server.js dist/balancer.js dist/page.js public/index.html; do
   [ -f "$example/$f" ] || fail "the example has no $f after its build"
