@@ -1,7 +1,7 @@
 # bench/bench.mk: the benchmarks (included by the Makefile; BENCHMARKS.md
 # reports them and says how long each takes).
 
-.PHONY: bench bench-rtt bench-redis bench-citus bench-checkpoints bench-runlog
+.PHONY: bench bench-rtt bench-redis bench-citus bench-checkpoints bench-runlog bench-browser
 
 # Every workload beside plain SQL, PL/pgSQL and the SQL edition, on a
 # throwaway cluster.
@@ -34,3 +34,9 @@ bench-checkpoints: installed
 # latency through LISTEN/NOTIFY (bench/runlog.sh; also part of make bench).
 bench-runlog: installed
 	test/scripts/with-cluster.sh bench/runlog.sh
+
+# A streamed answer in headless chromium after a fault: the chat-resume
+# example through kill -9, SIGSTOP, a cut and a chain, beside the same page
+# on resumable-stream with Redis (bench/browser.sh; also part of make bench).
+bench-browser: installed
+	test/scripts/with-cluster.sh bench/browser.sh

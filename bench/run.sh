@@ -50,6 +50,15 @@
 #               (bench/runlog.sh, with its own BENCH_RUNLOG_* options;
 #               database bench_runlog): runlog.md.  Skipped (and said so)
 #               when the installed extension has no run log
+#   browser     a streamed answer in headless chromium after a fault: the
+#               chat-resume example (two replicas, its balancer, its page)
+#               through kill -9, SIGSTOP, a cut and a chain of both, the
+#               time to the next new token in the page's DOM and every
+#               token checked once and in order, beside the same page on
+#               resumable-stream with Redis (bench/browser.sh, with its own
+#               BENCH_BROWSER_* options; database bench_browser):
+#               browser.md, browser.tsv.  In the smoke run one trial of
+#               the kill -9; skipped (and said so) without chromium
 #   scale       the extension / plain SQL pairs at BENCH_SCALE_CLIENTS clients
 #               over BENCH_SCALE_ROWS records, alternating with the same
 #               workloads over BENCH_ROWS records: ratios and latency growth
@@ -77,7 +86,7 @@
 #   BENCH_SHARED_BUFFERS (3GB)   on a throwaway cluster of with-cluster.sh
 #                                only: ALTER SYSTEM + restart so the scale
 #                                data set fits; "" leaves the server alone
-#   BENCH_PHASES ("main plot rtt redis runlog contention memory scale")  the phases to run
+#   BENCH_PHASES ("main plot rtt redis runlog browser contention memory scale")  the phases to run
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
 #   BENCH_SQL_EDITION (1)        0: leave the SQL edition out of main and rtt
@@ -131,7 +140,7 @@ fi
 mem_other=$((mem_calls / 20))
 # The smoke run (part of make test) leaves out the Redis comparison: a
 # benchmark, not a test, and the only phase that needs Redis.
-default_phases="main plot rtt redis runlog contention memory scale"
+default_phases="main plot rtt redis runlog browser contention memory scale"
 [ "$smoke" = 1 ] && default_phases=${default_phases/ redis/}
 phases=" ${BENCH_PHASES:-$default_phases} "
 [ "$hot" = 1 ] && [[ $phases != *" hot "* ]] && phases="$phases hot "
@@ -421,6 +430,13 @@ if has_phase runlog; then
   BENCH_OUT="$out" BENCH_SMOKE="$smoke" BENCH_THREADS="$threads_max" "$here/runlog.sh" ||
     fail "the run log phase failed"
   [ -s "$out/runlog.md" ] || fail "the run log phase wrote no runlog.md"
+fi
+
+# --- a streamed answer in the browser after a fault (bench/browser.sh) -----------------
+
+if has_phase browser; then
+  BENCH_OUT="$out" BENCH_SMOKE="$smoke" "$here/browser.sh" || fail "the browser phase failed"
+  [ -s "$out/browser.md" ] || fail "the browser phase wrote no browser.md"
 fi
 
 # --- contention ------------------------------------------------------------------
@@ -731,6 +747,10 @@ fi
   if has_phase runlog; then
     echo
     cat "$out/runlog.md"
+  fi
+  if has_phase browser; then
+    echo
+    cat "$out/browser.md"
   fi
   if has_phase redis; then
     echo
