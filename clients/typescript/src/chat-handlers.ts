@@ -33,7 +33,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 
-import { InvalidArgumentError, RunFinishedError, RunNotFoundError } from './errors.js';
+import {
+  InvalidArgumentError,
+  InvalidLogOffsetError,
+  LockNotAvailableError,
+  RunFinishedError,
+  RunNotFoundError,
+} from './errors.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS } from './internal/pool.js';
 import { decodeOffset } from './internal/runs.js';
 import { msOption } from './internal/sql.js';
@@ -41,7 +47,7 @@ import { createLockStore } from './lock-store.js';
 import { continueAfterLog, resumeOf, type RunResume } from './run-continue.js';
 import { createRunDriver, terminalOutcome, type PgRunDriver } from './run-driver.js';
 import { createRunStore } from './run-store.js';
-import type { RunRecord, RunRecordPatch } from './run-types.js';
+import type { RunClaim, RunRecord, RunRecordPatch } from './run-types.js';
 import { createStreamDurability } from './stream-durability.js';
 import type { LockStore } from './types.js';
 
@@ -89,9 +95,11 @@ export interface ChatHandlersOptions {
   chat: (input: ChatInput) => AsyncIterable<Chunk>;
   /**
    * The lock store the driver's claim takes (default: `createLockStore(pool,
-   * { mode: 'lease', waitMs: null, leaseMs })`).  It must be in lease mode
-   * and wait (`waitMs: null`): a takeover waits for the lease of a producer
-   * that stopped answering.
+   * { mode: 'lease', waitMs: 0, leaseMs })`, in lease mode).  With the
+   * default, a replica that waits to take a run over tries the claim again
+   * every `min(500, leaseMs / 6)` ms and holds no connection in between; a
+   * store of your own that waits (`waitMs: null`) holds a connection of the
+   * pool for each run it waits for.
    */
   locks?: LockStore;
   /** The driver's lease (default 30 000 ms): how long a stopped producer holds the run. */
@@ -152,6 +160,16 @@ function resumeOffsetOf(request: Request): string | null {
 }
 
 function requestedRunId(request: Request, offset: string | null, body: unknown): string | null {
+  const runId = namedRunId(request, offset, body);
+  if (runId !== null && (runId.length === 0 || /[\r\n]/.test(runId))) {
+    throw new InvalidArgumentError(`Invalid run id (empty, or with CR/LF): ${JSON.stringify(runId)}`, {
+      sqlstate: '22023',
+    });
+  }
+  return runId;
+}
+
+function namedRunId(request: Request, offset: string | null, body: unknown): string | null {
   if (offset !== null && offset !== '-1' && offset !== 'now') return decodeOffset(offset).runId;
   const header = request.headers.get('X-Run-Id');
   if (header) return header;
@@ -190,17 +208,27 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
     throw new InvalidArgumentError('createChatHandlers needs { pool, chat }', { sqlstate: '22023' });
   }
   const { pool, chat } = options;
-  const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs') ?? DEFAULT_LEASE_MS;
-  const heartbeatMs = msOption(options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, 'heartbeatMs') ?? DEFAULT_HEARTBEAT_MS;
+  const leaseMs = timerOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
+  const heartbeatMs = timerOption(options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, 'heartbeatMs');
   const connectTimeoutMs =
     msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const driveOnGet = options.driveOnGet ?? true;
   const cancelCheckMs =
     options.cancelCheckMs === null
       ? null
-      : (msOption(options.cancelCheckMs ?? DEFAULT_CANCEL_CHECK_MS, 'cancelCheckMs') ?? DEFAULT_CANCEL_CHECK_MS);
-  const onError = options.onError ?? (() => undefined);
-  const locks = options.locks ?? createLockStore(pool, { mode: 'lease', waitMs: null, leaseMs, connectTimeoutMs });
+      : timerOption(options.cancelCheckMs ?? DEFAULT_CANCEL_CHECK_MS, 'cancelCheckMs');
+  const userOnError = options.onError ?? (() => undefined);
+  const onError = (error: unknown, context: { runId: string }): void => {
+    try {
+      userOnError(error, context);
+    } catch {
+      // an onError that throws must not become an unhandled rejection
+    }
+  };
+  // The default lock store does not wait in the database: a replica that waits to take a
+  // run over looks again every pollMs, and holds no connection in between.
+  const locks = options.locks ?? createLockStore(pool, { mode: 'lease', waitMs: 0, leaseMs, connectTimeoutMs });
+  const pollMs = Math.max(50, Math.min(500, leaseMs / 6));
   const runs = createRunStore(pool, { connectTimeoutMs });
   const driver: PgRunDriver = createRunDriver(pool, {
     connectTimeoutMs,
@@ -209,51 +237,81 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
 
   /**
    * This process's drive of each run: one per run, however many responses
-   * of this process wait for it.  Until it has claimed the run, it is given
-   * up when every response that waits for it has ended.
+   * of this process read it.  Until it has claimed the run, it is given up
+   * when every response that waits for it has ended.  If it ends without
+   * finishing the run (its claim lost, the database gone), the responses
+   * that read it fail, so that their pages reconnect (and a new drive
+   * starts).
    */
-  const drives = new Map<string, { giveUp: AbortController; waiting: number; claimed: boolean }>();
+  interface Drive {
+    giveUp: AbortController;
+    waiting: number;
+    claimed: boolean;
+    readers: Set<(error: unknown) => void>;
+  }
+  const drives = new Map<string, Drive>();
 
-  /** Claim the run (waiting for its lease), then produce the rest of it. */
-  function drive(runId: string, threadId: string, body: unknown, tied: boolean): () => void {
+  /** Attach a response (`fail` errors its body) to the run's drive, started if none; returns the release. */
+  function drive(
+    runId: string,
+    threadId: string,
+    body: unknown,
+    tied: boolean,
+    fail: (error: unknown) => void,
+  ): () => void {
     let entry = drives.get(runId);
-    if (entry === undefined) {
-      const created = { giveUp: new AbortController(), waiting: 0, claimed: false };
+    if (entry === undefined || (entry.giveUp.signal.aborted && !entry.claimed)) {
+      const created: Drive = { giveUp: new AbortController(), waiting: 0, claimed: false, readers: new Set() };
       entry = created;
       drives.set(runId, created);
       void produce(runId, threadId, body, created)
-        .catch((error: unknown) => {
-          if (error instanceof RunFinishedError || error instanceof RunNotFoundError) return; // finished meanwhile
-          if (created.giveUp.signal.aborted && !created.claimed) return; // nobody waits any more
-          onError(error, { runId });
-        })
+        .then(
+          () => undefined,
+          (error: unknown) => {
+            if (error instanceof RunFinishedError || error instanceof RunNotFoundError) return; // finished meanwhile
+            if (created.giveUp.signal.aborted && !created.claimed) return; // nobody waits any more
+            for (const failReader of created.readers) failReader(error);
+            onError(error, { runId });
+          },
+        )
         .finally(() => {
           if (drives.get(runId) === created) drives.delete(runId);
         });
     }
-    if (!tied) {
-      entry.waiting += 1; // never released: the drive goes on whoever reads
-      return () => undefined;
-    }
     const held = entry;
-    held.waiting += 1;
+    held.readers.add(fail);
+    held.waiting += 1; // an untied response never gives the drive up: it goes on whoever reads
     let released = false;
     return () => {
       if (released) return;
       released = true;
+      held.readers.delete(fail);
+      if (!tied) return;
       held.waiting -= 1;
       if (held.waiting === 0 && !held.claimed) held.giveUp.abort(new Error('no response waits for this drive'));
     };
   }
 
-  async function produce(
-    runId: string,
-    threadId: string,
-    body: unknown,
-    entry: { giveUp: AbortController; claimed: boolean },
-  ): Promise<void> {
-    await driver.claim({ runs, locks, runId, signal: entry.giveUp.signal }, async ({ epoch, signal }) => {
-      entry.claimed = true;
+  /** `driver.claim`, looking again every pollMs while another replica holds the run's lease. */
+  async function claimRun(runId: string, entry: Drive, fn: (claim: RunClaim) => Promise<void>): Promise<void> {
+    for (;;) {
+      try {
+        await driver.claim({ runs, locks, runId, signal: entry.giveUp.signal }, async (claim) => {
+          entry.claimed = true;
+          await fn(claim);
+        });
+        return;
+      } catch (error) {
+        if (!(error instanceof LockNotAvailableError) || entry.claimed) throw error;
+        await sleepUnless(pollMs, entry.giveUp.signal);
+        entry.giveUp.signal.throwIfAborted();
+      }
+    }
+  }
+
+  async function produce(runId: string, threadId: string, body: unknown, entry: Drive): Promise<void> {
+    await claimRun(runId, entry, async ({ epoch, signal }) => {
+      signal.throwIfAborted(); // given up while the claim was on its way
       const log = createStreamDurability(pool, { runId }, { epoch, connectTimeoutMs });
       const stored = (await log.snapshot()).map((entry) => entry.chunk);
       if (stored.length === 0) {
@@ -261,6 +319,16 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
         await log.append([{ type: 'CUSTOM', name: RUN_ACCEPTED, value: {}, timestamp: Date.now() }]);
       }
       const resume = resumeOf(stored);
+      if (resume.terminal === undefined && (await runs.get(runId))?.cancelRequested === true) {
+        // Cancelled while nobody drove it: end it as the driver would have.
+        const error = { message: 'The run was cancelled.', code: 'aborted' };
+        await log.append([
+          { type: 'RUN_ERROR', timestamp: Date.now(), message: error.message, code: error.code, error },
+        ]);
+        await log.close();
+        await runs.update(runId, { status: 'aborted', finishedAt: Date.now(), error });
+        return;
+      }
       if (resume.terminal !== undefined) {
         // The producer wrote the end and stopped before it finished the run: finish it.
         await log.close();
@@ -311,8 +379,18 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
     });
   }
 
-  /** The log after `offset`, as TanStack AI's SSE response, with heartbeats; `onEnd` when it ends. */
-  async function logResponse(runId: string, offset: string, onEnd: () => void): Promise<Response> {
+  /**
+   * The log after `offset`, as TanStack AI's SSE response, with heartbeats.
+   * `attach(fail)` is called once the response exists and returns its
+   * release (called when the response ends).  A read that fails (the
+   * database gone) fails the body, rather than end it with a RUN_ERROR
+   * event, so that the page reconnects.
+   */
+  async function logResponse(
+    runId: string,
+    offset: string,
+    attach: (fail: (error: unknown) => void) => () => void,
+  ): Promise<Response> {
     const { resumeServerSentEventsResponse } = await loadTanstack();
     const adapter = createStreamDurability(
       pool,
@@ -320,8 +398,16 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
       // A join from the start may come before the producer's first entry: wait up to a lease for it.
       { firstChunkDeadlineMs: leaseMs + heartbeatMs, connectTimeoutMs },
     );
-    const inner = resumeServerSentEventsResponse({ adapter });
-    return withHeartbeats(inner, heartbeatMs, onEnd);
+    let fail: (error: unknown) => void = () => undefined;
+    const guarded = {
+      ...adapter,
+      read: (from: string, signal?: AbortSignal) => failOnError(adapter.read(from, signal), (error) => fail(error)),
+    };
+    let release: () => void = () => undefined;
+    const sent = withHeartbeats(resumeServerSentEventsResponse({ adapter: guarded }), heartbeatMs, () => release());
+    fail = sent.fail;
+    release = attach(sent.fail);
+    return sent.response;
   }
 
   async function readBody(request: Request): Promise<unknown> {
@@ -336,18 +422,20 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
     const offset = resumeOffsetOf(request);
     const body = await readBody(request);
     if (body === undefined) return new Response('The body is not JSON.', { status: 400 });
-    let runId = requestedRunId(request, offset, body);
-    if (offset === null) {
-      runId ??= randomUUID();
-      const threadId = threadIdOf(body, runId);
-      const record = await runs.createOrResume({ runId, threadId, startedAt: Date.now() });
-      // A new run is driven whoever reads it; one driven before (the same POST again) is taken over only if abandoned.
-      return serve(record, '-1', body, record.driverEpoch !== undefined, true);
-    }
-    if (runId === null) return new Response('No run to resume.', { status: 400 });
-    const record = await runs.get(runId);
-    if (record === null) return new Response(`Unknown run: ${JSON.stringify(runId)}`, { status: 404 });
-    return serve(record, offset, body, true, true);
+    return answer(async () => {
+      let runId = requestedRunId(request, offset, body);
+      if (offset === null) {
+        runId ??= randomUUID();
+        const threadId = threadIdOf(body, runId);
+        const record = await runs.createOrResume({ runId, threadId, startedAt: Date.now() });
+        // A new run is driven whoever reads it; one driven before (the same POST again) is taken over only if abandoned.
+        return serve(record, '-1', body, record.driverEpoch !== undefined, true);
+      }
+      if (runId === null) return new Response('No run to resume.', { status: 400 });
+      const record = await runs.get(runId);
+      if (record === null) return new Response(`Unknown run: ${JSON.stringify(runId)}`, { status: 404 });
+      return serve(record, offset, body, true, true);
+    });
   }
 
   async function GET(request: Request): Promise<Response> {
@@ -355,11 +443,25 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
     if (offset === null) {
       return new Response('No resume offset (a Last-Event-ID header or an ?offset parameter).', { status: 400 });
     }
-    const runId = requestedRunId(request, offset, undefined);
-    if (runId === null) return new Response('No run id (an X-Run-Id header or a ?runId parameter).', { status: 400 });
-    const record = await runs.get(runId);
-    if (record === null) return new Response(`Unknown run: ${JSON.stringify(runId)}`, { status: 404 });
-    return serve(record, offset, undefined, true, driveOnGet);
+    return answer(async () => {
+      const runId = requestedRunId(request, offset, undefined);
+      if (runId === null) return new Response('No run id (an X-Run-Id header or a ?runId parameter).', { status: 400 });
+      const record = await runs.get(runId);
+      if (record === null) return new Response(`Unknown run: ${JSON.stringify(runId)}`, { status: 404 });
+      return serve(record, offset, undefined, true, driveOnGet);
+    });
+  }
+
+  /** A request's answer; a bad run id or offset is a 400, not an error of the route. */
+  async function answer(fn: () => Promise<Response>): Promise<Response> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (error instanceof InvalidArgumentError || error instanceof InvalidLogOffsetError) {
+        return new Response(error.message, { status: 400 });
+      }
+      throw error;
+    }
   }
 
   async function serve(
@@ -369,14 +471,11 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
     tied: boolean,
     mayDrive: boolean,
   ): Promise<Response> {
-    const live = record.status === 'running' && record.cancelRequested !== true;
-    const release = live && mayDrive ? drive(record.runId, record.threadId, body, tied) : () => undefined;
-    try {
-      return await logResponse(record.runId, offset, release);
-    } catch (error) {
-      release();
-      throw error;
-    }
+    // A cancelled run is driven too: to its end, `aborted`, if its producer is gone.
+    const live = record.status === 'running' && mayDrive;
+    return logResponse(record.runId, offset, (fail) =>
+      live ? drive(record.runId, record.threadId, body, tied, fail) : () => undefined,
+    );
   }
 
   return { POST, GET };
@@ -420,13 +519,18 @@ async function* untilCancelled(stream: AsyncIterable<Chunk>, stop: AbortSignal):
 /**
  * `response` with an SSE comment whenever it sent nothing for
  * `heartbeatMs` (and one at once, so that the headers and a first byte go
- * out); `onEnd` when its body ends or is cancelled.
+ * out); `onEnd` when its body ends, fails or is cancelled; `fail(error)`
+ * errors the body (the page's client reconnects).
  */
-function withHeartbeats(response: Response, heartbeatMs: number, onEnd: () => void): Response {
+function withHeartbeats(
+  response: Response,
+  heartbeatMs: number,
+  onEnd: () => void,
+): { response: Response; fail: (error: unknown) => void } {
   const source = response.body;
   if (source === null) {
     onEnd();
-    return response;
+    return { response, fail: () => undefined };
   }
   const reader = source.getReader();
   let timer: NodeJS.Timeout | undefined;
@@ -438,6 +542,7 @@ function withHeartbeats(response: Response, heartbeatMs: number, onEnd: () => vo
     onEnd();
   };
   let beat = (): void => undefined;
+  let fail: (error: unknown) => void = () => undefined;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       beat = (): void => {
@@ -450,11 +555,18 @@ function withHeartbeats(response: Response, heartbeatMs: number, onEnd: () => vo
         }
         timer = setTimeout(beat, heartbeatMs);
       };
+      fail = (error: unknown): void => {
+        if (ended) return;
+        end();
+        controller.error(error);
+        reader.cancel(error).catch(() => undefined);
+      };
       beat();
     },
     async pull(controller) {
       try {
         const { done, value } = await reader.read();
+        if (ended) return;
         if (done) {
           end();
           controller.close();
@@ -465,14 +577,55 @@ function withHeartbeats(response: Response, heartbeatMs: number, onEnd: () => vo
         clearTimeout(timer);
         timer = setTimeout(beat, heartbeatMs);
       } catch (error) {
+        if (ended) return;
         end();
         controller.error(error);
       }
     },
     async cancel(reason) {
       end();
-      await reader.cancel(reason);
+      await reader.cancel(reason).catch(() => undefined);
     },
   });
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  return {
+    response: new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    }),
+    fail: (error) => fail(error),
+  };
+}
+
+/** `source`, but an error ends it quietly after `onError` (which fails the response instead). */
+async function* failOnError<T>(source: AsyncIterable<T>, onError: (error: unknown) => void): AsyncGenerator<T> {
+  try {
+    yield* source;
+  } catch (error) {
+    onError(error);
+  }
+}
+
+/** Resolve after `ms`, or at once when `signal` aborts. */
+function sleepUnless(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A period for a timer: a positive number of milliseconds a timer can hold (at most 2^31 - 1). */
+function timerOption(value: number, name: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > 2_147_483_647) {
+    throw new InvalidArgumentError(`${name} must be a positive number of milliseconds, at most 2147483647`, {
+      sqlstate: '22023',
+    });
+  }
+  return value;
 }

@@ -10,8 +10,9 @@
  *   asked to continue) produces, minus what would repeat the log: a second
  *   RUN_STARTED, and a TEXT_MESSAGE_START while the log's message is open
  *   (the new message's chunks then carry the open message's id, so the
- *   answer goes on in the same message).  A message that the new stream
- *   starts and ends without content is dropped whole.
+ *   answer goes on in the same message; a tool call's parentMessageId
+ *   too).  A message that the new stream starts and ends without content
+ *   is dropped whole.
  *
  * Tool calls are passed on as they come: a tool call the log holds is the
  * agent's to skip or repeat (its id tells).
@@ -82,10 +83,18 @@ export async function* continueAfterLog(chunks: readonly Chunk[], stream: AsyncI
   const renamed = new Map<string, string>();
   /** A TEXT_MESSAGE_START held back until its message has content. */
   let held: Chunk | undefined;
+  /** The chunk with its messageId (and a tool call's parentMessageId) as the page knows them. */
   const rename = (chunk: Chunk): Chunk => {
     const id = messageIdOf(chunk);
     const to = id === undefined ? undefined : renamed.get(id);
-    return to === undefined ? chunk : { ...chunk, messageId: to };
+    const parent = typeof chunk === 'object' && chunk !== null ? chunk.parentMessageId : undefined;
+    const toParent = typeof parent === 'string' ? renamed.get(parent) : undefined;
+    if (to === undefined && toParent === undefined) return chunk;
+    return {
+      ...chunk,
+      ...(to === undefined ? {} : { messageId: to }),
+      ...(toParent === undefined ? {} : { parentMessageId: toParent }),
+    };
   };
   let started = log.started;
   for await (const chunk of stream) {

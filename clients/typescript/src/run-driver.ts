@@ -44,9 +44,11 @@ export interface RunClaimInput {
   locks: LockStore;
   runs?: unknown;
   /**
-   * Gives up the wait for the lock or lease when it aborts (passed to
-   * `locks.withLock` as its `signal`): `claim` rejects with the signal's
-   * reason.  Once the run is claimed it no longer matters.
+   * Passed to `locks.withLock` as its `signal` (a lock store of this
+   * package): an abort during the wait for the lock or lease gives the
+   * wait up (`claim` rejects with the signal's reason); an abort once the
+   * run is claimed aborts the claim's signal too (the lock store joins the
+   * two), so stop using it then.
    */
   signal?: AbortSignal | undefined;
 }

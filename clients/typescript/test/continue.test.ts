@@ -67,6 +67,15 @@ test('continueAfterLog: an open message goes on under its own id; no second RUN_
   ]);
 });
 
+test('continueAfterLog: a tool call of the continued message names the open message as its parent', async () => {
+  const log = [{ type: 'RUN_STARTED' }, start('m1'), text('m1', 'let me look ')];
+  const call = { type: 'TOOL_CALL_START', toolCallId: 'c1', toolName: 'search', parentMessageId: 'm9' };
+  assert.deepEqual(await all(continueAfterLog(log, from([start('m9'), call, end('m9')]))), [
+    { ...call, parentMessageId: 'm1' },
+    end('m1'),
+  ]);
+});
+
 test('continueAfterLog: after a closed message, an empty new message is dropped and a non-empty one kept', async () => {
   const log = [{ type: 'RUN_STARTED' }, start('m1'), text('m1', 'all of it'), end('m1')];
   assert.deepEqual(await all(continueAfterLog(log, from([start('m2'), end('m2'), { type: 'RUN_FINISHED' }]))), [

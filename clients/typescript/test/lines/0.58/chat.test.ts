@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
 import { createChatHandlers, type ChatInput } from '../../../src/chat-handlers.js';
-import { createRunStore } from '../../../src/index.js';
+import { createRunStore, createStreamDurability } from '../../../src/index.js';
 import { newPool, sleep, within } from '../../helpers.js';
 
 const TOKENS = 60;
@@ -21,7 +21,7 @@ let poolA: ReturnType<typeof newPool>;
 let poolB: ReturnType<typeof newPool>;
 before(() => {
   poolA = newPool(6);
-  poolB = newPool(6);
+  poolB = newPool(6, { application_name: 'sandbox_store_ts_chat_b' });
 });
 after(async () => {
   await poolA.end();
@@ -136,7 +136,16 @@ test('a reconnect to another replica while the producer lives reads and waits; i
   assert.ok(epoch !== undefined);
   const lastId = first.events.at(-1)?.id;
   assert.ok(lastId !== undefined);
-  const rest = await within(30_000, readSse(await b.POST(post(runId, lastId))), 'the rest, through B');
+  const reading = within(30_000, readSse(await b.POST(post(runId, lastId))), 'the rest, through B');
+  // B waits for A's lease without a statement waiting in the database (it looks again every pollMs).
+  await sleep(2_000);
+  const { rows } = await poolA.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_catalog.pg_stat_activity
+      WHERE application_name = 'sandbox_store_ts_chat_b' AND state = 'active'
+        AND query LIKE '%sandbox_claim%' AND now() - query_start > interval '1 second'`,
+  );
+  assert.equal(rows[0]?.n, 0, 'no claim of B waits in the database');
+  const rest = await reading;
   assert.deepEqual([...tokensOf(first), ...tokensOf(rest)], all, 'every token once, in order');
   assert.ok(rest.comments >= 2, `B sent heartbeats while it waited (${rest.comments})`);
   const record = await finished(runId);
@@ -166,6 +175,43 @@ test('a cancel request from another replica stops the producer: the answer ends 
   const record = await finished(runId);
   assert.equal(record?.status, 'aborted');
   assert.equal(record?.error?.code, 'aborted');
+});
+
+test('a run cancelled after its producer died is finished by the replica that takes it over: its log ends RUN_ERROR aborted, the run aborted', async () => {
+  const runId = `ts-test/chat/${randomUUID()}`;
+  await createRunStore(poolA).createOrResume({ runId, threadId: 't', startedAt: Date.now() });
+  // A producer that claimed the run, wrote three tokens and died (its lease gone with it).
+  const { rows } = await poolA.query<{ epoch: string }>('SELECT sandbox_store.run_claim($1)::text AS epoch', [runId]);
+  const log = createStreamDurability(poolA, { runId }, { epoch: Number(rows[0]?.epoch) });
+  await log.append([
+    { type: 'TEXT_MESSAGE_START', messageId: 'm1', role: 'assistant' },
+    ...['t0 ', 't1 ', 't2 '].map((delta) => ({ type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta })),
+  ]);
+  await createRunStore(poolB).update(runId, { cancelRequested: true }); // the stop button
+  const drives: string[] = [];
+  const b = createChatHandlers({ pool: poolB, chat: counting(drives, 'B', 1), leaseMs: 60_000 });
+  const read = await within(
+    30_000,
+    readSse(await b.GET(new Request(`http://replica/api/chat?runId=${encodeURIComponent(runId)}&offset=-1`))),
+    'the join',
+  );
+  assert.deepEqual(tokensOf(read), ['t0', 't1', 't2']);
+  assert.equal(read.events.at(-1)?.type, 'RUN_ERROR');
+  const record = await finished(runId);
+  assert.equal(record?.status, 'aborted');
+  assert.deepEqual(drives, [], 'the agent was not asked for more');
+});
+
+test('a malformed Last-Event-ID, or a run id with a line break, is a 400', async () => {
+  const { POST } = createChatHandlers({ pool: poolA, chat: counting([], 'A', 1) });
+  const runId = `ts-test/chat/${randomUUID()}`;
+  assert.equal((await POST(post(runId, 'not-an-offset'))).status, 400);
+  const request = new Request('http://replica/api/chat', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ threadId: 't', runId: 'a\nb', messages: [] }),
+  });
+  assert.equal((await POST(request)).status, 400);
 });
 
 test('bad requests: a POST that is not JSON (400), a GET without an offset (400), a run nobody knows (404)', async () => {
