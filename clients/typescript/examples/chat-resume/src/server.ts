@@ -72,6 +72,8 @@ async function send(res: ServerResponse, response: Response): Promise<void> {
   res.flushHeaders();
   if (response.body === null) return void res.end();
   const reader = response.body.getReader();
+  // The client may have left while the route was answering: then 'close' has fired already.
+  if (res.destroyed) return void reader.cancel().catch(() => undefined);
   res.on('close', () => void reader.cancel().catch(() => undefined));
   try {
     for (;;) {
