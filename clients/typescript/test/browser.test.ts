@@ -58,7 +58,8 @@ async function readAll(response: Response): Promise<string> {
 }
 
 test('a body that goes silent fails with StreamStalledError after silenceMs', async () => {
-  const fetch = stallFetch({ silenceMs: 300 });
+  // 2 s: the headers and the first comment, sent at once, come well within it on a loaded machine.
+  const fetch = stallFetch({ silenceMs: 2_000 });
   const response = await fetch(`${base}/silent-body`);
   assert.equal(response.status, 200);
   await assert.rejects(readAll(response), (error: unknown) => error instanceof StreamStalledError);
