@@ -286,6 +286,9 @@ SELECT q, pg_temp.why(q) FROM (VALUES
   ($$SELECT sandbox_store.run_log_append('L2', '[[]]')$$),
   ($$SELECT sandbox_store.run_log_append('L2', '[[{"a": 1}]]')$$),
   ($$SELECT sandbox_store.run_log_append('L2', '[{"a": 1}, []]')$$),
+  ($$SELECT sandbox_store.run_log_append('L2', '[{"a": 1}]', NULL, NULL)$$),
+  ($$SELECT sandbox_store.run_log_wake('L2', '')$$),
+  ($$SELECT sandbox_store.run_log_wake(VARIADIC NULL::text[])$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', '{1, 2}', '[{}]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', NULL, '[{}]')$$),
   ($$SELECT sandbox_store.run_log_upsert('L2', '{0}', '[{}]')$$),
@@ -354,6 +357,15 @@ SELECT * FROM sandbox_store.run_log_watch('n2') AS new_log;
 BEGIN;
 SELECT sandbox_store.run_log_append('n2', '[{"x": 1}]');
 ROLLBACK;
+-- notify false: the append stores its entries and does not notify; the
+-- writer's run_log_wake after the commit does, for the watched logs among
+-- those it names (n3 has no log, n4's is not watched), each once.
+SELECT sandbox_store.run_log_append('n2', '[{"x": 2}]', NULL, false) AS quiet;
+SELECT sandbox_store.run_log_append(run_id => 'n2', chunks => '[{"x": 3}]', epoch => NULL, notify => true) AS notified;
+SELECT sandbox_store.run_log_append('n4', '[{"x": 1}]', NULL, false) AS quiet_unwatched;
+SELECT sandbox_store.run_log_wake('n2', 'n3', 'n4', 'n2') AS woken;
+SELECT sandbox_store.run_log_wake(VARIADIC '{}'::text[]) AS none;
+SELECT seq, chunk FROM sandbox_store.run_log_read('n2', 0);
 \o
 UNLISTEN sandbox_store_run_log;
 

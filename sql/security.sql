@@ -47,6 +47,7 @@ CREATE TEMP TABLE documented (fn) AS VALUES
   ('sandbox_store.run_claim'), ('sandbox_store.run_log_append'),
   ('sandbox_store.run_log_upsert'), ('sandbox_store.run_log_close'),
   ('sandbox_store.run_log_read'), ('sandbox_store.run_log_status'), ('sandbox_store.run_log_watch'),
+  ('sandbox_store.run_log_wake'),
   ('sandbox_store.run_log_prune'),
   ('sandbox_store.edition'), ('sandbox_store.unsupported_changes'),
   ('sandbox_store.distribute');

@@ -26,12 +26,12 @@ SELECT relname, reloptions FROM pg_class
 -- it shows.)
 \d sandbox_store.fence_seq
 SELECT proname, pg_get_function_arguments(oid) AS arguments, provolatile, proisstrict, proretset
-  FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1;
+  FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1, 2;
 -- 1.2: sandbox_ensure returns SETOF this row type (the columns of its
 -- former RETURNS TABLE).
 \d sandbox_store.ensure_result
 SELECT proname, pg_get_function_result(oid) AS result
-  FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1;
+  FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1, pronargs;
 
 -- Everything the extension made is commented, so \dx+ and \df+ explain it.
 SELECT pg_describe_object(classid, objid, objsubid) AS object,
@@ -98,7 +98,7 @@ SELECT n.nspowner = (SELECT relowner FROM pg_class WHERE oid = 'sandbox_store.in
          AS without_underscore
   FROM pg_namespace n WHERE n.nspname = 'sandbox_store_internal';
 SELECT proname, proacl IS NOT NULL AS has_acl, prosecdef
-  FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1;
+  FROM pg_proc WHERE pronamespace = 'sandbox_store'::regnamespace ORDER BY 1, pronargs;
 -- Every relation: no grant at all but the owner's (the owner's own entry is
 -- shown as "owner"), and no SECURITY DEFINER function above.  (MAINTAIN,
 -- which PostgreSQL 17 added to an owner's privileges on tables and views, is

@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.5.1 -> 1.5.2 -> 1.6.0) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.5.2 -> 1.6.0 -> 1.7.0) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
@@ -601,3 +601,45 @@ SELECT sandbox_store.run_log_append('up-run', '[{"n": 0}]');
 \set VERBOSITY default
 SELECT sandbox_store.run_claim('up-run') > :up_epoch AS next_claim_above;
 SELECT run_id, seq, chunk FROM sandbox_store.run_log_entries ORDER BY run_id, seq;
+
+--
+-- 1.6.0 -> 1.7.0 (run_log_append with notify, run_log_wake).  An app role
+-- granted every function at 1.6.0 keeps run_log_append without notify, its
+-- comment, and its notification at the commit (the function is made again,
+-- bound to the same symbol); the two new functions start without grants,
+-- as after a fresh install, until the role is granted them.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.6.0';
+CREATE ROLE regress_sb_up_wake;
+GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_wake;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_wake;
+SELECT * FROM sandbox_store.run_log_watch('up-wake');
+ALTER EXTENSION sandbox_store UPDATE TO '1.7.0';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT p.oid::regprocedure AS function, CASE l.lanname WHEN 'c' THEN p.prosrc ELSE l.lanname END AS body,
+       has_function_privilege('regress_sb_up_wake', p.oid, 'EXECUTE') AS app_may,
+       obj_description(p.oid, 'pg_proc') IS NOT NULL AS has_comment
+  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+ WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname IN ('run_log_append', 'run_log_wake')
+ ORDER BY p.oid::regprocedure::text;
+LISTEN sandbox_store_run_log;
+\o | sed -e 's/PID [0-9]*/PID N/'
+SET ROLE regress_sb_up_wake;
+SELECT sandbox_store.run_log_append('up-wake', '[{"n": 1}]') AS notifies_at_commit;
+\set VERBOSITY sqlstate
+SELECT sandbox_store.run_log_wake('up-wake');
+\set VERBOSITY default
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION sandbox_store.run_log_append(text, jsonb, int8, bool),
+    sandbox_store.run_log_wake(text[]) TO regress_sb_up_wake;
+SET ROLE regress_sb_up_wake;
+SELECT sandbox_store.run_log_append('up-wake', '[{"n": 2}]', NULL, false) AS quiet;
+SELECT sandbox_store.run_log_wake('up-wake') AS woken;
+RESET ROLE;
+\o
+UNLISTEN sandbox_store_run_log;
+DROP OWNED BY regress_sb_up_wake;
+DROP ROLE regress_sb_up_wake;
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store;

@@ -20,11 +20,18 @@
  * is read with a new snapshot, so a claim committed before the lock is seen
  * and one after it waits for this transaction.
  *
- * Two entry points, one per rule for an append without an epoch: 1.6.0's
- * (sandbox_run_log_append_v1_6_0) refuses it once the run was ever claimed
- * (max_driver_epoch, which a clear of driver_epoch keeps); 1.5.1's, which
- * serves a database still at 1.5.1 or 1.5.2 (no such column: their
- * run_update cannot clear the epoch), while the run has a current epoch.
+ * A watched log's append notifies when it commits, unless the caller passes
+ * notify false and wakes the readers itself after the commit
+ * (run_log_wake): a notifying commit is serialized with every other across
+ * the server, its WAL flush included (docs/reference.md, "Waking readers").
+ *
+ * Three entry points: 1.7.0's (sandbox_run_log_append_v1_7_0, with the
+ * notify argument); 1.6.0's, which serves a database still at 1.6.0 (three
+ * arguments: a watched log's append always notifies); both refuse an append
+ * without an epoch once the run was ever claimed (max_driver_epoch, which a
+ * clear of driver_epoch keeps).  1.5.1's serves a database still at 1.5.1 or
+ * 1.5.2 (no such column: their run_update cannot clear the epoch): it
+ * refuses one while the run has a current epoch.
  *
  *-------------------------------------------------------------------------
  */
@@ -111,6 +118,7 @@ SB_NORETURN_BEFORE static void report_invalid_run_id(const text *run_id) SB_NORE
 SB_NORETURN_BEFORE static void report_not_an_array(const Jsonb *chunks) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE static void report_not_an_object(void) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE static void report_invalid_epoch(int64 epoch) SB_NORETURN_AFTER;
+SB_NORETURN_BEFORE static void report_missing_notify(void) SB_NORETURN_AFTER;
 SB_NORETURN_BEFORE static void report_stale_epoch(const text *run_id, bool given, int64 epoch,
 												  bool has_record, bool claimed, int64 current,
 												  int64 highest) SB_NORETURN_AFTER;
@@ -202,6 +210,18 @@ report_invalid_epoch(int64 epoch)
 		 errdetail("An epoch is 1 or more (run_claim returns it); the value given is " INT64_FORMAT
 				   ".",
 				   epoch)));
+	pg_unreachable();
+}
+
+/* 22023: notify is NULL. */
+static void
+report_missing_notify(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid notify"),
+			 errdetail("notify is true (a watched log's append notifies when it commits) or "
+					   "false (the caller wakes the readers with run_log_wake after the "
+					   "commit); the value given is missing.")));
 	pg_unreachable();
 }
 
@@ -367,8 +387,9 @@ check_fence(text *run_id, bool given, int64 epoch, bool keeps_highest)
 
 /*
  * sandbox_store.run_log_append(run_id text, chunks jsonb, epoch bigint
- * DEFAULT NULL) RETURNS bigint[]: the seqs of the new entries, in order;
- * keeps_highest: the rule of 1.6.0 (see the top of this file).
+ * DEFAULT NULL, notify boolean DEFAULT true) RETURNS bigint[]: the seqs of
+ * the new entries, in order; keeps_highest: the rule of 1.6.0 (see the top
+ * of this file).  Before 1.7.0 there is no notify argument (true).
  */
 static Datum
 run_log_append(FunctionCallInfo fcinfo, bool keeps_highest)
@@ -377,6 +398,7 @@ run_log_append(FunctionCallInfo fcinfo, bool keeps_highest)
 	Jsonb *chunks = PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1);
 	bool given = !PG_ARGISNULL(2);
 	int64 epoch = given ? PG_GETARG_INT64(2) : 0;
+	bool notify = true;
 	int n;
 	int64 last;
 	bool closed, watched;
@@ -392,6 +414,12 @@ run_log_append(FunctionCallInfo fcinfo, bool keeps_highest)
 	n = count_chunks(chunks);
 	if (given && epoch < 1)
 		report_invalid_epoch(epoch);
+	if (PG_NARGS() > 3)
+	{
+		if (PG_ARGISNULL(3))
+			report_missing_notify();
+		notify = PG_GETARG_BOOL(3);
+	}
 
 	sb_spi_connect();
 	if (n == 0)
@@ -423,7 +451,7 @@ run_log_append(FunctionCallInfo fcinfo, bool keeps_highest)
 	args[2] = PointerGetDatum(chunks);
 	if (sb_spi_execute(&insert_entries, args, NULL, false, InvalidSnapshot) != (uint64) n)
 		elog(ERROR, "the insert of a run's log entries wrote a number of rows other than %d", n);
-	if (watched)
+	if (watched && notify)
 		Async_Notify(RUN_LOG_CHANNEL, text_to_cstring(run_id));
 	sb_spi_finish();
 
@@ -434,10 +462,18 @@ run_log_append(FunctionCallInfo fcinfo, bool keeps_highest)
 		construct_array(seqs, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
+PG_FUNCTION_INFO_V1(sandbox_run_log_append_v1_7_0);
 PG_FUNCTION_INFO_V1(sandbox_run_log_append_v1_6_0);
 PG_FUNCTION_INFO_V1(sandbox_run_log_append_v1_5_1);
 
-/* run_log_append of 1.6.0 on. */
+/* run_log_append of 1.7.0 on (the notify argument). */
+Datum
+sandbox_run_log_append_v1_7_0(PG_FUNCTION_ARGS)
+{
+	return run_log_append(fcinfo, true);
+}
+
+/* run_log_append of 1.6.0, for a database not yet updated. */
 Datum
 sandbox_run_log_append_v1_6_0(PG_FUNCTION_ARGS)
 {

@@ -70,7 +70,7 @@ part() {
 body() {
 	case $1 in
 	c) class=$c_class files="schema internal-schema key-locks edition functions-c internal-c checkpoint-tables checkpoints run-tables runs comments distribute guard-changes guard event-trigger grants" ;;
-	*) class=1 files="schema internal-schema key-locks edition sql-edition checkpoint-check-sql checkpoint-tables checkpoints run-tables runs run-log-append-sql comments distribute guard-changes grants" ;;
+	*) class=1 files="schema internal-schema key-locks edition sql-edition checkpoint-check-sql checkpoint-tables checkpoints run-tables runs run-log-append-sql run-log-append-3-sql comments distribute guard-changes grants" ;;
 	esac
 	for f in $files; do
 		part "$f"

@@ -67,7 +67,7 @@ SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
 
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
-SELECT is((SELECT version FROM edition), '1.6.0', 'the installed version is 1.6.0');
+SELECT is((SELECT version FROM edition), '1.7.0', 'the installed version is 1.7.0');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -127,9 +127,9 @@ SELECT set_eq(
           'checkpoint_list', 'checkpoint_head', 'checkpoint_blob_references',
           'run_create_or_resume', 'run_get', 'run_update', 'run_list_by_thread', 'run_list_reclaimable',
           'run_find_active', 'run_claim', 'run_log_append', 'run_log_upsert', 'run_log_close',
-          'run_log_read', 'run_log_status', 'run_log_watch', 'run_log_prune']
+          'run_log_read', 'run_log_status', 'run_log_watch', 'run_log_prune', 'run_log_wake']
       || CASE WHEN (SELECT edition FROM edition) = 'c' THEN ARRAY['guard'] ELSE ARRAY[]::text[] END,
-    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, edition and the ten checkpoint functions (1.4), the fourteen run functions (1.5), and in the C edition guard; no helper (1.4.1)');
+    'schema sandbox_store has exactly the thirteen functions of 1.1, distribute and sandbox_upsert_release (1.3), unsupported_changes, edition and the ten checkpoint functions (1.4), the fourteen run functions (1.5), run_log_wake (1.7.0), and in the C edition guard; no helper (1.4.1)');
 SELECT has_function('sandbox_store', 'distribute', ARRAY[]::text[], 'distribute() exists');
 SELECT function_returns('sandbox_store', 'distribute', ARRAY[]::text[], 'void', 'distribute returns void');
 SELECT function_returns('sandbox_store', 'unsupported_changes', ARRAY[]::text[], 'setof text',
@@ -344,7 +344,7 @@ SELECT results_eq(
               p.provolatile::text, p.prosecdef OR l.lanname = 'c'
          FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
         WHERE p.pronamespace = 'sandbox_store'::regnamespace AND p.proname LIKE 'run\_%'
-        ORDER BY p.proname $$,
+        ORDER BY p.proname, p.pronargs $$,
     $$ VALUES
        ('run_claim', 'run_id text', 'bigint', 'v', true),
        ('run_create_or_resume', 'run_id text, thread_id text, started_at double precision, status text DEFAULT ''running''::text', 'jsonb', 'v', true),
@@ -353,11 +353,13 @@ SELECT results_eq(
        ('run_list_by_thread', 'thread_id text', 'SETOF jsonb', 's', true),
        ('run_list_reclaimable', 'now double precision, ttl_ms double precision', 'SETOF jsonb', 's', true),
        ('run_log_append', 'run_id text, chunks jsonb, epoch bigint DEFAULT NULL::bigint', 'bigint[]', 'v', true),
+       ('run_log_append', 'run_id text, chunks jsonb, epoch bigint, notify boolean', 'bigint[]', 'v', true),
        ('run_log_close', 'run_id text, epoch bigint DEFAULT NULL::bigint', 'boolean', 'v', true),
        ('run_log_prune', 'older_than interval, max_logs integer DEFAULT NULL::integer', 'bigint', 'v', true),
        ('run_log_read', 'run_id text, after bigint DEFAULT 0, max_rows integer DEFAULT NULL::integer', 'TABLE(seq bigint, chunk jsonb)', 's', true),
        ('run_log_status', 'run_id text', 'TABLE(last_seq bigint, closed boolean)', 's', true),
        ('run_log_upsert', 'run_id text, seqs bigint[], chunks jsonb, epoch bigint DEFAULT NULL::bigint', 'bigint[]', 'v', true),
+       ('run_log_wake', 'VARIADIC run_ids text[]', 'integer', 'v', true),
        ('run_log_watch', 'run_id text', 'TABLE(last_seq bigint, closed boolean)', 'v', true),
        ('run_update', 'run_id text, patch jsonb, epoch bigint DEFAULT NULL::bigint', 'boolean', 'v', true) $$,
     'the run functions: argument names and defaults, results, volatility, SECURITY DEFINER (or C: run_log_append in the C edition runs its statements as the tables'' owner)');

@@ -44,3 +44,6 @@ COMMENT ON FUNCTION sandbox_store.sandbox_lock_holder(pg_catalog.text) IS
 
 COMMENT ON FUNCTION sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8) IS
 'Append chunks (a JSON array of JSON objects) to the run''s log as its next entries and return their seqs, in order; the log is created by its first write. Fenced like every log write (SB001 for a stale epoch, or none once a driver claimed the run); SBR02 if the log is closed or the run finished. Notifies channel sandbox_store_run_log with the run id if a reader watches the log (run_log_watch).';
+
+COMMENT ON FUNCTION sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool) IS
+'run_log_append with notify: true, as without it; false, a watched log''s append does not notify when it commits, and the caller wakes its readers with run_log_wake after the commit (a notifying commit waits for every other one in the server, its WAL flush included). NULL is refused (22023).';

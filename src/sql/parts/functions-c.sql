@@ -128,3 +128,17 @@ RETURNS pg_catalog.int8[]
 AS 'MODULE_PATHNAME', 'sandbox_run_log_append_v1_6_0'
 LANGUAGE C VOLATILE
 SET row_security = off;
+
+-- The same with notify (1.7.0): false, a watched log's append does not
+-- notify when it commits; the caller wakes the readers with run_log_wake
+-- after the commit.  No defaults: a call without notify is the function
+-- above.
+CREATE FUNCTION sandbox_store.run_log_append(
+    run_id pg_catalog.text,
+    chunks pg_catalog.jsonb,
+    epoch pg_catalog.int8,
+    notify pg_catalog.bool)
+RETURNS pg_catalog.int8[]
+AS 'MODULE_PATHNAME', 'sandbox_run_log_append_v1_7_0'
+LANGUAGE C VOLATILE
+SET row_security = off;

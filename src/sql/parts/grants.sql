@@ -37,11 +37,13 @@ REVOKE ALL ON FUNCTION
     sandbox_store.run_find_active(pg_catalog.text),
     sandbox_store.run_claim(pg_catalog.text),
     sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8),
+    sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool),
     sandbox_store.run_log_upsert(pg_catalog.text, pg_catalog.int8[], pg_catalog.jsonb, pg_catalog.int8),
     sandbox_store.run_log_close(pg_catalog.text, pg_catalog.int8),
     sandbox_store.run_log_read(pg_catalog.text, pg_catalog.int8, pg_catalog.int4),
     sandbox_store.run_log_status(pg_catalog.text),
     sandbox_store.run_log_watch(pg_catalog.text),
+    sandbox_store.run_log_wake(pg_catalog.text[]),
     sandbox_store.run_log_prune(pg_catalog.interval, pg_catalog.int4),
     sandbox_store.unsupported_changes(),
     sandbox_store.edition()

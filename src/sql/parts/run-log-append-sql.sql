@@ -4,11 +4,15 @@
 -- few statements: the log row's upsert (which locks it: appenders of one
 -- run are serialized and commit in seq order) returning the seq before them
 -- and whether a reader watches the log, the fence (a plain read of the runs
--- row), one INSERT ... SELECT of the entries, and a notification if so.
+-- row), one INSERT ... SELECT of the entries, and a notification if so
+-- and notify is true (1.7.0; false: the caller wakes the readers with
+-- run_log_wake after the commit).  The form without notify is a wrapper
+-- of this one (parts/run-log-append-3-sql.sql).
 CREATE FUNCTION sandbox_store.run_log_append(
     run_id pg_catalog.text,
     chunks pg_catalog.jsonb,
-    epoch pg_catalog.int8 DEFAULT NULL)
+    epoch pg_catalog.int8,
+    notify pg_catalog.bool)
 RETURNS pg_catalog.int8[]
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -45,6 +49,10 @@ BEGIN
     IF run_log_append.epoch OPERATOR(pg_catalog.<) 1 THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_log_append.epoch));
+    END IF;
+    IF run_log_append.notify IS NULL THEN
+        PERFORM sandbox_store_internal._run_raise('22023', 'invalid notify',
+            'notify is true (a watched log''s append notifies when it commits) or false (the caller wakes the readers with run_log_wake after the commit); the value given is missing.');
     END IF;
     n := jsonb_array_length(run_log_append.chunks);
     IF n OPERATOR(pg_catalog.=) 0 THEN
@@ -93,7 +101,7 @@ BEGIN
     FOR i IN 1 .. n LOOP
         v_seqs[i] := v_last + i;
     END LOOP;
-    IF v_watched THEN
+    IF v_watched AND run_log_append.notify THEN
         PERFORM pg_notify('sandbox_store_run_log', run_log_append.run_id);
     END IF;
     RETURN v_seqs;
