@@ -217,11 +217,10 @@ report_invalid_epoch(int64 epoch)
 static void
 report_missing_notify(void)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid notify"),
-			 errdetail("notify is true (a watched log's append notifies when it commits) or "
-					   "false (the caller wakes the readers with run_log_wake after the "
-					   "commit); the value given is missing.")));
+	ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid notify"),
+					errdetail("notify is true (a watched log's append notifies when it commits) or "
+							  "false (the caller wakes the readers with run_log_wake after the "
+							  "commit); the value given is missing.")));
 	pg_unreachable();
 }
 
