@@ -4,7 +4,9 @@ import type { Pool } from 'pg';
 import { ClaimLostError, InvalidArgumentError, InvalidLogOffsetError, SandboxStoreError } from './errors.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
 import { RunLogListener } from './internal/run-listener.js';
+import { isMissingOrDenied, RunLogWaker } from './internal/run-waker.js';
 import {
+  LOG_APPEND_QUIET_SQL,
   LOG_APPEND_SQL,
   LOG_CLOSE_SQL,
   LOG_POLL_SQL,
@@ -207,7 +209,20 @@ export function createStreamDurability<TChunk = any>(
 
     async append(chunks: TChunk[]): Promise<string[]> {
       if (!Array.isArray(chunks)) throw new InvalidArgumentError('chunks must be an array', { sqlstate: '22023' });
-      const result = await write<{ seqs: string[] | null }>(LOG_APPEND_SQL, [runId, chunksJson(chunks), epoch]);
+      const values = [runId, chunksJson(chunks), epoch];
+      const waker = RunLogWaker.of(pool);
+      if (await waker.supports(connectTimeoutMs)) {
+        try {
+          const result = await write<{ seqs: string[] | null }>(LOG_APPEND_QUIET_SQL, values);
+          waker.wake(runId);
+          return offsetsOf(result.rows[0]?.seqs ?? null);
+        } catch (error) {
+          // The function or its grant went away: nothing ran; append as before 1.7.0.
+          if (!isMissingOrDenied(error)) throw error;
+          waker.forget();
+        }
+      }
+      const result = await write<{ seqs: string[] | null }>(LOG_APPEND_SQL, values);
       return offsetsOf(result.rows[0]?.seqs ?? null);
     },
 

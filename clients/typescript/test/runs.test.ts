@@ -302,6 +302,70 @@ describe('run log (createStreamDurability)', () => {
     assert.deepEqual(await collect(log.read('now')), []);
   });
 
+  test('1.7.0: an append is written with notify false and its readers woken after the commit; a role that may no longer call run_log_wake loses no wake', async () => {
+    const role = `sandbox_store_ts_wake_${randomUUID().slice(0, 8)}`;
+    await pool.query(`CREATE ROLE ${role} LOGIN`);
+    await pool.query(`GRANT USAGE ON SCHEMA sandbox_store TO ${role}`);
+    await pool.query(`GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO ${role}`);
+    // The writer's statements, as it sends them.
+    const sent: string[] = [];
+    const writer = newPool(2, { user: role });
+    const connect = writer.connect.bind(writer);
+    (writer as { connect: () => Promise<pg.PoolClient> }).connect = async () => {
+      const client = await connect();
+      const query = client.query.bind(client) as (text: string, values?: unknown[]) => Promise<unknown>;
+      (client as { query: unknown }).query = (text: string, values?: unknown[]) => {
+        if (typeof text === 'string') sent.push(text);
+        return query(text, values);
+      };
+      return client;
+    };
+    try {
+      const runId = id('wake');
+      const log = createStreamDurability(writer, { runId });
+      await log.append([{ n: 1 }]);
+      const got: unknown[] = [];
+      const reading = collect(createStreamDurability(pool, { runId }).read('-1'), (e) => got.push(e.chunk));
+      await eventually('the reader has n 1', () => got.length === 1, 10_000);
+      // The reader waits for a notification (it does not poll): the wake after the commit.
+      await log.append([{ n: 2 }]);
+      await eventually('the reader is woken for n 2', () => got.length === 2, 10_000);
+      assert.ok(
+        sent.some((text) => text.includes('notify => false')),
+        'the append is written with notify false',
+      );
+      assert.ok(
+        sent.some((text) => text.includes('run_log_wake')),
+        'and its readers woken by run_log_wake',
+      );
+      // The grant of run_log_wake revoked: the next append (its support asked
+      // once) is still quiet, its wake is refused, and the channel is
+      // notified directly; the one after asks again and notifies in its own
+      // transaction.
+      await pool.query(`REVOKE EXECUTE ON FUNCTION sandbox_store.run_log_wake(text[]) FROM ${role}`);
+      await log.append([{ n: 3 }]);
+      await eventually('the reader is woken for n 3', () => got.length === 3, 10_000);
+      sent.length = 0;
+      await log.append([{ n: 4 }]);
+      await eventually('the reader is woken for n 4', () => got.length === 4, 10_000);
+      assert.ok(
+        sent.some((text) => text.includes('run_log_append') && !text.includes('notify => false')),
+        'the append after the revoke notifies in its transaction',
+      );
+      await log.close();
+      const read = await within(10_000, reading, 'read');
+      assert.deepEqual(
+        read.map((e) => e.chunk),
+        [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }],
+      );
+    } finally {
+      await writer.end();
+      await pool.query(`REVOKE ALL ON SCHEMA sandbox_store FROM ${role}`);
+      await pool.query(`REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store FROM ${role}`);
+      await pool.query(`DROP ROLE ${role}`);
+    }
+  });
+
   test("'now' joins at the tail: only what comes after", async () => {
     const runId = id('log');
     const log = createStreamDurability(pool, { runId });

@@ -1,0 +1,141 @@
+/**
+ * The run log waker: a log's appends are written with notify false and their
+ * readers woken after the commit, by run_log_wake (extension 1.7.0), instead
+ * of a notification in the appending transaction.  PostgreSQL serializes the
+ * commits of notifying transactions across the server, WAL flush included,
+ * so a watched log's append in one transaction ran at a third to a half of
+ * an unwatched one (docs/reference.md, "Waking readers").
+ *
+ * - ONE waker per pool: every run appended to since the last wake goes into
+ *   the next, one statement for all of them (while one is in flight, the
+ *   runs appended meanwhile wait for it, then go together).
+ * - The append does not wait for the wake: it resolved when its commit did.
+ *   A reader is never woken before the entries are committed (the wake runs
+ *   after), and never misses them: a reader that marked the log watched
+ *   before the wake is notified; one that marked it after the commit reads
+ *   them in its first read.  A wake that fails is tried again (three times,
+ *   a growing pause); what is lost then, or when the process dies between a
+ *   commit and its wake, is found by the next write of the log (an append,
+ *   its close) or a reader's re-read (docs/reference.md).
+ * - Used only when the database has both functions and the role may execute
+ *   them (asked once per pool); otherwise, and when a call finds them gone
+ *   or revoked, the append notifies in its transaction as before 1.7.0.
+ */
+import type { Pool } from 'pg';
+
+import { sqlstateOf } from '../errors.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './pool.js';
+
+/** run_log_wake for every run of $1. */
+const LOG_WAKE_SQL = 'SELECT sandbox_store.run_log_wake(VARIADIC $1::pg_catalog.text[]) AS woken';
+
+/** The channel of every run of $1 notified directly (run_log_wake's notification, without its watched check). */
+const LOG_NOTIFY_SQL =
+  "SELECT pg_catalog.pg_notify('sandbox_store_run_log', r) FROM pg_catalog.unnest($1::pg_catalog.text[]) AS r";
+
+/** Whether this role may call run_log_wake and run_log_append with notify (1.7.0). */
+const LOG_WAKE_SUPPORTED_SQL =
+  'SELECT COALESCE(pg_catalog.has_function_privilege(' +
+  "pg_catalog.to_regprocedure('sandbox_store.run_log_wake(pg_catalog.text[])'), 'EXECUTE')" +
+  ' AND pg_catalog.has_function_privilege(' +
+  "pg_catalog.to_regprocedure('sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)')," +
+  " 'EXECUTE'), false) AS supported";
+
+const RETRIES = 3;
+const RETRY_MS = 100;
+
+/** A missing function (42883) or one this role may not execute (42501). */
+export function isMissingOrDenied(error: unknown): boolean {
+  const sqlstate = sqlstateOf(error);
+  return sqlstate === '42883' || sqlstate === '42501';
+}
+
+export class RunLogWaker {
+  private static readonly wakers = new WeakMap<Pool, RunLogWaker>();
+
+  /** The waker of the pool (made on first use). */
+  static of(pool: Pool): RunLogWaker {
+    let waker = RunLogWaker.wakers.get(pool);
+    if (waker === undefined) {
+      waker = new RunLogWaker(pool);
+      RunLogWaker.wakers.set(pool, waker);
+    }
+    return waker;
+  }
+
+  private supported: Promise<boolean> | undefined;
+  private readonly pending = new Set<string>();
+  private sending = false;
+  /** The next statement notifies the channel directly (run_log_wake failed with 42883 or 42501). */
+  private fallback = false;
+
+  private constructor(private readonly pool: Pool) {}
+
+  /** Whether appends may be written with notify false (asked once; an error is not kept). */
+  supports(connectTimeoutMs: number): Promise<boolean> {
+    if (this.supported === undefined) {
+      const asked = poolQuery<{ supported: boolean }>(this.pool, LOG_WAKE_SUPPORTED_SQL, [], connectTimeoutMs).then(
+        (result) => result.rows[0]?.supported === true,
+      );
+      this.supported = asked;
+      asked.catch(() => {
+        if (this.supported === asked) this.supported = undefined;
+      });
+    }
+    return this.supported;
+  }
+
+  /** Ask again at the next append (the functions went away, or their grant). */
+  forget(): void {
+    this.supported = undefined;
+  }
+
+  /** Wake the readers of runId's log: its append committed. */
+  wake(runId: string): void {
+    this.pending.add(runId);
+    if (!this.sending) void this.send();
+  }
+
+  private async send(): Promise<void> {
+    this.sending = true;
+    let failures = 0;
+    try {
+      while (this.pending.size > 0) {
+        const runIds = [...this.pending];
+        this.pending.clear();
+        try {
+          await poolQuery(
+            this.pool,
+            this.fallback ? LOG_NOTIFY_SQL : LOG_WAKE_SQL,
+            [runIds],
+            DEFAULT_CONNECT_TIMEOUT_MS,
+          );
+          failures = 0;
+          this.fallback = false;
+        } catch (error) {
+          if (isMissingOrDenied(error) && !this.fallback) {
+            // run_log_wake went away, or its grant: these runs' appends are
+            // committed without a notification; notify the channel directly,
+            // at once (every listener then gets them, watched or not), and
+            // the next append asks again (and notifies in its transaction).
+            this.forget();
+            this.fallback = true;
+          } else {
+            failures++;
+          }
+          // A pool that is ending takes no more queries: nobody is left to wake.
+          if (failures > RETRIES || isEnding(this.pool)) continue;
+          for (const runId of runIds) this.pending.add(runId);
+          if (failures > 0) await new Promise<void>((resolve) => setTimeout(resolve, RETRY_MS * failures).unref());
+        }
+      }
+    } finally {
+      this.sending = false;
+    }
+  }
+}
+
+function isEnding(pool: Pool): boolean {
+  const state = pool as unknown as { ending?: boolean; ended?: boolean };
+  return state.ending === true || state.ended === true;
+}
