@@ -21,13 +21,24 @@
 #       bare           INSERT INTO runlog_bare VALUES (16 rows) at seqs the
 #                      client counts itself: a table of run_log_entries'
 #                      shape and primary key, nothing else
+#       append_watched append_fenced on logs a reader watches (run_log_watch;
+#                      bench/runlog-listen.c LISTENs and takes every
+#                      notification): each append notifies at its commit
+#       append_woken   the same logs, run_log_append with notify false, then
+#                      run_log_wake of the run in a statement of its own
+#                      after the commit (bench/runlog_woken.pgbench): a wake
+#                      per append, the worst case of what the client does
+#                      (it gathers the wakes of a process into one statement)
+#       sql_append_watched, sql_append_woken  the same in bench_runlog_sql
 #
 #     bench/runlog_append.pgbench and bench/runlog_bare.pgbench, prepared
 #     statements, the chunks as parameters (the array of 16 for the
 #     extension, 16 parameters for the bare INSERT: the same bytes).  Every
 #     run starts from empty tables (TRUNCATE); the three alternate, the order
 #     rotated, BENCH_RUNLOG_REPEATS times; medians of tps and latency, and
-#     each extension workload's ratio to bare (the goal: >= 0.8).
+#     each extension workload's ratio to bare (the goal: >= 0.8), and each
+#     watched workload's to the same append unwatched (the goal: >= 0.8).
+#     All of it once per synchronous_commit setting of BENCH_RUNLOG_SYNCS.
 #
 # (b) Wake: bench/runlog-wake.c (built here with cc and libpq): a writer
 #     connection appends one batch (BENCH_RUNLOG_WAKE_CHUNKS chunks) at a
@@ -47,16 +58,23 @@
 #     each line it prints, "label<TAB>p50_ms<TAB>p99_ms", becomes a row of the
 #     wake table beside PostgreSQL's.  The raw samples are in runlog-wake.tsv.
 #
+# (c) The client: bench/runlog-client.mjs, its appends to watched logs (one
+#     run_log_wake at a time for all of them, after the commits) and to the
+#     same logs notifying at their commits (a role without run_log_wake),
+#     each beside unwatched logs, per synchronous_commit setting; when the
+#     client is built (not in a smoke run).
+#
 # Runs against the server in PGHOST/PGPORT/PGUSER (a superuser, with
 # sandbox_store 1.5 or later installed); creates and drops databases
 # bench_runlog and bench_runlog_sql.  Writes to BENCH_OUT (default bench/out/): runlog.md,
-# runlog.tsv, runlog-wake.tsv, runlog-pgbench.log.  Skips (and says so in
+# runlog.tsv, runlog-wake.tsv, runlog-pgbench.log, runlog-client.tsv.  Skips (and says so in
 # runlog.md) when the installed extension has no run_log_append.
 #
 # Options (environment):
 #   BENCH_RUNLOG_CLIENTS (8)            client count of (a)
 #   BENCH_RUNLOG_SECONDS (5)            length of one run of (a)
 #   BENCH_RUNLOG_REPEATS (3)            side-by-side rounds of (a)
+#   BENCH_RUNLOG_SYNCS ("on off")       synchronous_commit settings of (a)
 #   BENCH_RUNLOG_WAKE_ITERATIONS (2000) timed appends of (b), after 200 untimed
 #   BENCH_RUNLOG_WAKE_CHUNKS (1)        chunks per append of (b)
 #   BENCH_RUNLOG_WAKE_COMPARE           see above
@@ -85,7 +103,8 @@ if [ "$smoke" = 1 ]; then
 fi
 db=bench_runlog
 sqldb=bench_runlog_sql
-wls=(append_fenced append sql_append_fenced bare)
+wls=(append_fenced append sql_append_fenced bare append_watched append_woken sql_append_watched sql_append_woken)
+read -r -a syncs <<<"${BENCH_RUNLOG_SYNCS:-on off}"
 
 psql_db() { psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
 
@@ -93,8 +112,13 @@ for tool in psql pgbench cc awk sort; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool not found"
 done
 mkdir -p "$out"
-rm -f "$out"/runlog.md "$out"/runlog.tsv "$out"/runlog-wake.tsv "$out"/runlog-pgbench.log
+rm -f "$out"/runlog.md "$out"/runlog.tsv "$out"/runlog-wake.tsv "$out"/runlog-pgbench.log "$out"/runlog-client.tsv
 sb_tempdir sandbox_store_runlog; work=$sb_dir
+for prog in runlog-wake runlog-listen; do
+  cc -O2 -Wall -Wextra -Werror -I"$("${PG_CONFIG:-pg_config}" --includedir)" -o "$work/$prog" \
+    "$here/$prog.c" -L"$("${PG_CONFIG:-pg_config}" --libdir)" -lpq ||
+    fail "could not build bench/$prog.c (libpq-dev)"
+done
 
 sb_fresh_db "$db"
 psql_db -c "CREATE EXTENSION sandbox_store"
@@ -116,7 +140,7 @@ psql -X -q -v ON_ERROR_STOP=1 -d "$sqldb" -f "$work/sandbox_store-sql.sql" >/dev
 # driverEpoch raise: run_claim's epochs differ from run to run).
 psql_db <<'SQL'
 CREATE TABLE runlog_bare (run_id text NOT NULL, seq int8 NOT NULL, chunk jsonb NOT NULL, PRIMARY KEY (run_id, seq));
-CREATE TABLE runlog_runs (workload text, clients int, rep int, tps float8, lat_ms float8, txns bigint);
+CREATE TABLE runlog_runs (workload text, sync text, clients int, rep int, tps float8, lat_ms float8, txns bigint);
 SQL
 setup_runs() { # database
   psql -X -q -v ON_ERROR_STOP=1 -d "$1" -c "SELECT count(sandbox_store.run_create_or_resume('fenced-' || c, 'thread-' || c, 1767225600000)),
@@ -141,21 +165,41 @@ done
 chunks+="]"
 chunk_bytes=$(psql -X -At -d "$db" -v c="$chunks" <<<"SELECT round(avg(octet_length(e::text))) FROM jsonb_array_elements(:'c'::jsonb) e")
 
-run_one() { # workload rep
-  local wl=$1 rep=$2 rc=0 res=$work/pgbench.out args=() wdb=$db
+run_one() { # workload sync rep
+  local wl=$1 sync=$2 rep=$3 rc=0 res=$work/pgbench.out args=() wdb=$db listener=
   local j=$((clients < threads_max ? clients : threads_max))
   case $wl in sql_*) wdb=$sqldb ;; esac
   psql -X -q -v ON_ERROR_STOP=1 -d "$wdb" -c "TRUNCATE sandbox_store.run_log_entries, sandbox_store.run_logs"
   psql_db -c "TRUNCATE runlog_bare"
   case $wl in
-    append_fenced | sql_append_fenced) args=(-D prefix=fenced- -D epoch=1000000 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
+    *_watched | *_woken)
+      # A reader watches every client's log, its listener takes the notifications.
+      psql -X -q -v ON_ERROR_STOP=1 -d "$wdb" -c "SELECT count(*) FROM generate_series(0, $((clients - 1))) c,
+                       LATERAL sandbox_store.run_log_watch('fenced-' || c)" >/dev/null
+      "$work/runlog-listen" "dbname=$wdb" >"$work/listen.out" &
+      listener=$!
+      for _ in $(seq 1 100); do grep -q listening "$work/listen.out" 2>/dev/null && break; sleep 0.1; done
+      grep -q listening "$work/listen.out" || fail "runlog $wl: the listener did not start"
+      ;;
+  esac
+  case $wl in
+    append_fenced | sql_append_fenced | append_watched | sql_append_watched)
+      args=(-D prefix=fenced- -D epoch=1000000 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
+    append_woken | sql_append_woken)
+      args=(-D prefix=fenced- -D epoch=1000000 -D "chunks=$chunks" -f "$here/runlog_woken.pgbench") ;;
     append) args=(-D prefix=open- -D epoch=0 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
     bare) args=(-D prefix=bare- -D n=0 "${bare_vars[@]}" -f "$here/runlog_bare.pgbench") ;;
   esac
   psql_db -c "CHECKPOINT"
-  pgbench -n -M prepared -c "$clients" -j "$j" "${dur[@]}" "${args[@]}" "$wdb" >"$res" 2>&1 || rc=$?
+  PGOPTIONS="-c synchronous_commit=$sync" pgbench -n -M prepared -c "$clients" -j "$j" "${dur[@]}" "${args[@]}" "$wdb" >"$res" 2>&1 || rc=$?
+  if [ -n "$listener" ]; then
+    kill -TERM "$listener"
+    wait "$listener" || fail "runlog $wl: the listener failed"
+    # Every append of a watched log woke the reader at least once.
+    [ "$(tail -n 1 "$work/listen.out")" -gt 0 ] || fail "runlog $wl: the listener got no notification"
+  fi
   {
-    echo "=== runlog $wl clients=$clients rep=$rep"
+    echo "=== runlog $wl synchronous_commit=$sync clients=$clients rep=$rep"
     cat "$res"
   } >>"$out/runlog-pgbench.log"
   if [ $rc -ne 0 ] || grep -Eq "aborted|ERROR:|FATAL:|^number of failed transactions: [1-9]" "$res"; then
@@ -179,27 +223,26 @@ run_one() { # workload rep
            FROM sandbox_store.run_log_entries") ;;
   esac
   [ "$check" = t ] || fail "runlog $wl: the tables do not hold 16 entries per transaction, 1..last_seq per run"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$wl" "$clients" "$rep" "$tps" "$lat" "$txns" |
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$wl" "$sync" "$clients" "$rep" "$tps" "$lat" "$txns" |
     tee -a "$out/runlog.tsv" | psql_db -c "COPY runlog_runs FROM STDIN"
-  printf 'bench-runlog: %-14s c=%-3s rep=%s  tps=%9.0f  latency=%7.3f ms\n' "$wl" "$clients" "$rep" "$tps" "$lat"
+  printf 'bench-runlog: %-18s sync=%-3s c=%-3s rep=%s  tps=%9.0f  latency=%7.3f ms\n' "$wl" "$sync" "$clients" "$rep" "$tps" "$lat"
 }
 
 start=$SECONDS
 setup_runs "$db"
 setup_runs "$sqldb"
-printf 'workload\tclients\trep\ttps\tlat_ms\ttxns\n' >"$out/runlog.tsv"
+printf 'workload\tsync\tclients\trep\ttps\tlat_ms\ttxns\n' >"$out/runlog.tsv"
 n=${#wls[@]}
-for rep in $(seq 1 "$repeats"); do
-  for i in $(seq 0 $((n - 1))); do
-    run_one "${wls[$(((i + rep - 1) % n))]}" "$rep"
+for sync in "${syncs[@]}"; do
+  for rep in $(seq 1 "$repeats"); do
+    for i in $(seq 0 $((n - 1))); do
+      run_one "${wls[$(((i + rep - 1) % n))]}" "$sync" "$rep"
+    done
   done
 done
 
 # --- (b) wake latency ----------------------------------------------------------------
 
-cc -O2 -Wall -Wextra -Werror -I"$("${PG_CONFIG:-pg_config}" --includedir)" -o "$work/runlog-wake" \
-  "$here/runlog-wake.c" -L"$("${PG_CONFIG:-pg_config}" --libdir)" -lpq ||
-  fail "could not build bench/runlog-wake.c (libpq-dev)"
 psql_db -c "TRUNCATE sandbox_store.run_log_entries, sandbox_store.run_logs"
 "$work/runlog-wake" "dbname=$db" wake-run "$wake_iterations" "$wake_warmup" "$wake_chunks" \
   "$out/runlog-wake.tsv" >"$work/wake.txt" || fail "the wake probe failed"
@@ -222,6 +265,24 @@ if [ -n "${BENCH_RUNLOG_WAKE_COMPARE:-}" ]; then
     fail "BENCH_RUNLOG_WAKE_COMPARE failed"
 fi
 
+# --- (c) the client's appends, watched and unwatched ----------------------------------
+
+# bench/runlog-client.mjs through createStreamDurability, when the client
+# is built (test/run.sh builds it); not in a smoke run.
+client_rows=""
+if [ "$smoke" != 1 ] && command -v node >/dev/null 2>&1 && [ -f "$sb_top/clients/typescript/dist/index.js" ] &&
+  [ -d "$sb_top/clients/typescript/node_modules/pg" ]; then
+  for sync in "${syncs[@]}"; do
+    psql_db -c "ALTER DATABASE $db SET synchronous_commit = $sync"
+    CLIENTS=$clients SECONDS_PER_RUN=$secs REPEATS=$repeats PGDATABASE=$db node "$here/runlog-client.mjs" \
+      >"$work/client-$sync.txt" || fail "bench/runlog-client.mjs failed"
+    client_rows+=$(awk -F'\t' -v s="$sync" '$1 == "ratio" { printf "| %s | %s | %s |\n", $2 == "watched" ? "notify false, woken after the commit (1.7.0)" : "notifying at its commit (before 1.7.0)", s, $3 }' \
+      "$work/client-$sync.txt")$'\n'
+    sed "s/^/$sync\t/" "$work/client-$sync.txt" >>"$out/runlog-client.tsv"
+  done
+  psql_db -c "ALTER DATABASE $db RESET synchronous_commit"
+fi
+
 # --- report ----------------------------------------------------------------------------
 
 {
@@ -231,24 +292,35 @@ fi
   echo "Append: one batch of 16 chunks (${chunk_bytes} bytes of JSON each) per transaction, $clients clients, each on a run of its own;"
   echo "median of $repeats side-by-side rounds of ${dur[*]} runs, tables emptied before each run. Goal: extension / bare >= 0.8."
   echo
-  echo "| workload | tps (batches/s) | chunks/s | latency (ms) | extension / bare |"
-  echo "|---|---:|---:|---:|---:|"
+  echo "| workload | synchronous_commit | tps (batches/s) | chunks/s | latency (ms) | extension / bare | watched / unwatched |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
   psql -X -At -d "$db" <<'SQL'
 WITH m AS (
-  SELECT workload, percentile_cont(0.5) WITHIN GROUP (ORDER BY tps) AS tps,
+  SELECT workload, sync, percentile_cont(0.5) WITHIN GROUP (ORDER BY tps) AS tps,
          percentile_cont(0.5) WITHIN GROUP (ORDER BY lat_ms) AS lat
-    FROM runlog_runs GROUP BY workload)
-SELECT format('| %s | %s | %s | %s | %s |',
-              CASE m.workload WHEN 'append_fenced' THEN 'run_log_append, fenced (epoch)'
-                              WHEN 'append' THEN 'run_log_append, no epoch'
-                              WHEN 'sql_append_fenced' THEN 'run_log_append, fenced, SQL edition'
-                              ELSE 'bare INSERT of 16 rows' END,
+    FROM runlog_runs GROUP BY workload, sync),
+ o(workload, label, unwatched) AS (VALUES
+  ('append_fenced', 'run_log_append, fenced (epoch)', NULL),
+  ('append', 'run_log_append, no epoch', NULL),
+  ('append_watched', 'run_log_append, fenced, watched: notifies at its commit', 'append_fenced'),
+  ('append_woken', 'run_log_append, fenced, watched: notify false, run_log_wake after the commit', 'append_fenced'),
+  ('sql_append_fenced', 'run_log_append, fenced, SQL edition', NULL),
+  ('sql_append_watched', 'the same watched, notifying at its commit, SQL edition', 'sql_append_fenced'),
+  ('sql_append_woken', 'the same watched, notify false and run_log_wake, SQL edition', 'sql_append_fenced'),
+  ('bare', 'bare INSERT of 16 rows', NULL))
+SELECT format('| %s | %s | %s | %s | %s | %s | %s |', o.label, m.sync,
               round(m.tps), round(16 * m.tps), round(m.lat::numeric, 3),
               CASE WHEN m.workload = 'bare' THEN '' ELSE
                 round((m.tps / b.tps)::numeric, 2)::text
-                || CASE WHEN m.tps / b.tps >= 0.8 THEN '' ELSE ' (below 0.8)' END END)
-  FROM m, m b WHERE b.workload = 'bare'
- ORDER BY array_position(ARRAY['append_fenced', 'append', 'sql_append_fenced', 'bare'], m.workload);
+                || CASE WHEN m.tps / b.tps >= 0.8 THEN '' ELSE ' (below 0.8)' END END,
+              CASE WHEN u.tps IS NULL THEN '' ELSE
+                round((m.tps / u.tps)::numeric, 2)::text
+                || CASE WHEN m.tps / u.tps >= 0.8 THEN '' ELSE ' (below 0.8)' END END)
+  FROM o JOIN m ON m.workload = o.workload
+  JOIN m b ON b.workload = 'bare' AND b.sync = m.sync
+  LEFT JOIN m u ON u.workload = o.unwatched AND u.sync = m.sync
+ ORDER BY m.sync DESC, array_position(ARRAY['append_fenced', 'append', 'append_watched', 'append_woken',
+                                            'sql_append_fenced', 'sql_append_watched', 'sql_append_woken', 'bare'], m.workload);
 SQL
   echo
   echo "Wake: one writer appends a batch of $wake_chunks chunk(s) at a time, one reader LISTENs on sandbox_store_run_log"
@@ -262,6 +334,16 @@ SQL
   echo "| PostgreSQL: the writer's append acknowledged (commit) | ${p50[ack]} | ${p99[ack]} | ${pmax[ack]} |"
   [ -z "$compare_rows" ] || echo "$compare_rows"
   echo
+  if [ -n "$client_rows" ]; then
+    echo "Through the client: $clients producers in one process append 16-chunk batches to runs of their own"
+    echo "(createStreamDurability, one pool), watched (run_log_watch, one LISTEN connection) against unwatched;"
+    echo "median of $repeats interleaved ${secs}-second rounds (bench/runlog-client.mjs; raw: runlog-client.tsv):"
+    echo
+    echo "| watched append | synchronous_commit | watched / unwatched |"
+    echo "|---|---|---:|"
+    printf '%s' "$client_rows"
+    echo
+  fi
   echo "Compare with an in-process stream (e.g. @tanstack/ai's memoryStream): BENCH_RUNLOG_WAKE_COMPARE (bench/runlog.sh);"
   echo "raw samples in runlog-wake.tsv. Phase time: $((SECONDS - start)) s."
 } >"$out/runlog.md"
