@@ -1,9 +1,13 @@
 -- Wake the readers of logs written with notify false, after the writes
 -- committed: notify channel sandbox_store_run_log once for each given run
 -- whose log is watched, and return how many were notified.  The read needs
--- no lock: a reader's run_log_watch that this read does not see commits
--- after the writes did (they committed before this call), and the reader's
--- first read after it sees them.
+-- no lock: at READ COMMITTED its snapshot is taken after the writes
+-- committed (before this call), so a reader's run_log_watch that it does
+-- not see commits after them, and the reader's first read after that sees
+-- them.  At REPEATABLE READ or SERIALIZABLE the transaction's snapshot may
+-- be older than the writes and the mark: every run named is notified,
+-- watched or not (a reader ignores a wake it did not need; it must never
+-- miss one).
 CREATE FUNCTION sandbox_store.run_log_wake(VARIADIC run_ids pg_catalog.text[])
 RETURNS pg_catalog.int4
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -23,6 +27,13 @@ BEGIN
     FOREACH v_id IN ARRAY run_log_wake.run_ids LOOP
         PERFORM sandbox_store_internal._run_id(v_id, 'run id', 1024);
     END LOOP;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        FOR v_id IN SELECT DISTINCT u.id FROM unnest(run_log_wake.run_ids) AS u(id) LOOP
+            PERFORM pg_notify('sandbox_store_run_log', v_id);
+            n := n + 1;
+        END LOOP;
+        RETURN n;
+    END IF;
     FOR v_id IN
         SELECT l.run_id
           FROM ONLY sandbox_store.run_logs l
@@ -37,4 +48,4 @@ END
 $$;
 
 COMMENT ON FUNCTION sandbox_store.run_log_wake(pg_catalog.text[]) IS
-'Wake the readers of the given runs'' logs after writes made with notify false committed: notifies channel sandbox_store_run_log with each run id whose log a reader watches (run_log_watch), and returns how many. Call it after the commit, never in the writing transaction (there it would notify at the same commit and gain nothing).';
+'Wake the readers of the given runs'' logs after writes made with notify false committed: notifies channel sandbox_store_run_log with each run id whose log a reader watches (run_log_watch), and returns how many; at REPEATABLE READ or SERIALIZABLE, every run id given (the snapshot may predate the writes). Call it after the commit, never in the writing transaction (there it would notify at the same commit and gain nothing).';
