@@ -51,9 +51,12 @@ fi
 c_class=$((c_class))
 
 # part NAME: the text of the part NAME (a file, or a directory's files in
-# name order, a blank line after each).
+# name order, a blank line after each).  One part is made, not written:
+# run-log-append-3-sql (below).
 part() {
-	if [ -d "$parts/$1" ]; then
+	if [ "$1" = run-log-append-3-sql ]; then
+		append3
+	elif [ -d "$parts/$1" ]; then
 		for f in $(find "$parts/$1" -maxdepth 1 -type f -name '*.sql' | LC_ALL=C sort); do
 			cat "$f"
 			echo
@@ -64,6 +67,32 @@ part() {
 		echo "build.sh: no part $1 (parts/$1.sql or the directory parts/$1)" >&2
 		return 1
 	fi
+}
+
+# append3: the SQL edition's run_log_append without notify (its only form
+# before 1.7.0), made from the one with notify (run-log-append-sql.sql) with
+# notify true written in: the same body, no argument check of notify, no
+# wrapper's call in between.  Each of the four changes must apply exactly
+# once, or the build fails.
+append3() {
+	awk '
+		/^-- The SQL edition.s run_log_append \(the C edition.s is C/ && !h {
+			print "-- The SQL edition'"'"'s run_log_append without notify (before 1.7.0 its"
+			print "-- only form), made by src/sql/build.sh from run-log-append-sql.sql: the"
+			print "-- form with notify, with notify true (a watched log'"'"'s append notifies at"
+			print "-- its commit).  Its comment is in comments.sql."
+			h = 1; skip = 1; next
+		}
+		skip && /^--/ { next }
+		{ skip = 0 }
+		/^    epoch pg_catalog.int8,$/ { e = 1; next }
+		e == 1 && /^    notify pg_catalog.bool\)$/ { print "    epoch pg_catalog.int8 DEFAULT NULL)"; e = 2; next }
+		/^    IF run_log_append.notify IS NULL THEN$/ { drop = 1; n++; next }
+		drop { if ($0 ~ /^    END IF;$/) drop = 0; next }
+		/^    IF v_watched AND run_log_append.notify THEN$/ { print "    IF v_watched THEN"; w++; next }
+		{ print }
+		END { if (!h || e != 2 || n != 1 || w != 1) { print "build.sh: run-log-append-sql.sql is not as append3 expects" > "/dev/stderr"; exit 1 } }
+	' "$parts/run-log-append-sql.sql"
 }
 
 # The extension's objects, for the edition's functions.

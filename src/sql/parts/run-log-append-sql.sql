@@ -6,8 +6,9 @@
 -- and whether a reader watches the log, the fence (a plain read of the runs
 -- row), one INSERT ... SELECT of the entries, and a notification if so
 -- and notify is true (1.7.0; false: the caller wakes the readers with
--- run_log_wake after the commit).  The form without notify is a wrapper
--- of this one (parts/run-log-append-3-sql.sql).
+-- run_log_wake after the commit).  src/sql/build.sh makes the form
+-- without notify from this text (part run-log-append-3-sql): keep the
+-- notify argument's lines as they are, or its build fails.
 CREATE FUNCTION sandbox_store.run_log_append(
     run_id pg_catalog.text,
     chunks pg_catalog.jsonb,
