@@ -214,7 +214,7 @@ export function createStreamDurability<TChunk = any>(
       if (await waker.supports(connectTimeoutMs)) {
         try {
           const result = await write<{ seqs: string[] | null }>(LOG_APPEND_QUIET_SQL, values);
-          waker.wake(runId);
+          await waker.wake(runId);
           return offsetsOf(result.rows[0]?.seqs ?? null);
         } catch (error) {
           // The function or its grant went away: nothing ran; append as before 1.7.0.

@@ -366,6 +366,27 @@ describe('run log (createStreamDurability)', () => {
     }
   });
 
+  test('1.7.0: append resolves once its readers were woken: a pool ended right after it loses no wake, and does not keep the process waiting', async () => {
+    const runId = id('wake-end');
+    const writer = newPool(2);
+    const log = createStreamDurability(writer, { runId });
+    await log.append([{ n: 1 }]);
+    const got: unknown[] = [];
+    const reading = collect(createStreamDurability(pool, { runId }).read('-1'), (e) => got.push(e.chunk));
+    await eventually('the reader has n 1', () => got.length === 1, 10_000);
+    await log.append([{ n: 2 }]);
+    const ending = Date.now();
+    await writer.end();
+    assert.ok(Date.now() - ending < 5_000, 'the pool ends at once');
+    // Nothing else writes this log: only the wake sent before the pool ended can wake the reader.
+    await eventually('the reader is woken for n 2', () => got.length === 2, 10_000);
+    await createStreamDurability(pool, { runId }).close();
+    assert.deepEqual(
+      (await within(10_000, reading, 'read')).map((e) => e.chunk),
+      [{ n: 1 }, { n: 2 }],
+    );
+  });
+
   test("'now' joins at the tail: only what comes after", async () => {
     const runId = id('log');
     const log = createStreamDurability(pool, { runId });
