@@ -75,6 +75,12 @@
 #   BENCH_RUNLOG_SECONDS (5)            length of one run of (a)
 #   BENCH_RUNLOG_REPEATS (3)            side-by-side rounds of (a)
 #   BENCH_RUNLOG_SYNCS ("on off")       synchronous_commit settings of (a)
+#   BENCH_RUNLOG_FSYNC (on)             fsync during the phase on with-cluster.sh's
+#                                       throwaway cluster (which runs with fsync
+#                                       off), as a server's default: a notifying
+#                                       commit holds PostgreSQL's notification
+#                                       lock through its WAL flush; another
+#                                       server is measured as it is set
 #   BENCH_RUNLOG_WAKE_ITERATIONS (2000) timed appends of (b), after 200 untimed
 #   BENCH_RUNLOG_WAKE_CHUNKS (1)        chunks per append of (b)
 #   BENCH_RUNLOG_WAKE_COMPARE           see above
@@ -229,6 +235,13 @@ run_one() { # workload sync rep
 }
 
 start=$SECONDS
+fsync_want=${BENCH_RUNLOG_FSYNC:-on}
+if [ -n "${SB_CLUSTER_DIR:-}" ] && [ "$(psql -X -At -d postgres -c 'SHOW fsync')" != "$fsync_want" ]; then
+  say "throwaway cluster: fsync = $fsync_want for this phase (ALTER SYSTEM, reload)"
+  psql -X -q -d postgres -c "ALTER SYSTEM SET fsync = $fsync_want" -c "SELECT pg_reload_conf()" >/dev/null
+  fsync_set=1
+fi
+fsync_now=$(psql -X -At -d postgres -c 'SHOW fsync')
 setup_runs "$db"
 setup_runs "$sqldb"
 printf 'workload\tsync\tclients\trep\ttps\tlat_ms\ttxns\n' >"$out/runlog.tsv"
@@ -283,13 +296,17 @@ if [ "$smoke" != 1 ] && command -v node >/dev/null 2>&1 && [ -f "$sb_top/clients
   psql_db -c "ALTER DATABASE $db RESET synchronous_commit"
 fi
 
+if [ -n "${fsync_set:-}" ]; then
+  psql -X -q -d postgres -c "ALTER SYSTEM RESET fsync" -c "SELECT pg_reload_conf()" >/dev/null
+fi
+
 # --- report ----------------------------------------------------------------------------
 
 {
   echo "### Run log: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$(psql -X -At -d postgres -c 'SHOW fsync'), synchronous_commit=$(psql -X -At -d postgres -c 'SHOW synchronous_commit')"
   echo
   [ "$smoke" != 1 ] || { echo "SMOKE RUN (20 transactions per client, $wake_iterations wake iterations): checks the harness, measures nothing."; echo; }
-  echo "Append: one batch of 16 chunks (${chunk_bytes} bytes of JSON each) per transaction, $clients clients, each on a run of its own;"
+  echo "Append: one batch of 16 chunks (${chunk_bytes} bytes of JSON each) per transaction, $clients clients, each on a run of its own, fsync=$fsync_now;"
   echo "median of $repeats side-by-side rounds of ${dur[*]} runs, tables emptied before each run. Goal: extension / bare >= 0.8."
   echo
   echo "| workload | synchronous_commit | tps (batches/s) | chunks/s | latency (ms) | extension / bare | watched / unwatched |"
