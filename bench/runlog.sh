@@ -303,10 +303,10 @@ fi
 # --- report ----------------------------------------------------------------------------
 
 {
-  echo "### Run log: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$(psql -X -At -d postgres -c 'SHOW fsync'), synchronous_commit=$(psql -X -At -d postgres -c 'SHOW synchronous_commit')"
+  echo "### Run log: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$fsync_now, synchronous_commit=$(psql -X -At -d postgres -c 'SHOW synchronous_commit')"
   echo
   [ "$smoke" != 1 ] || { echo "SMOKE RUN (20 transactions per client, $wake_iterations wake iterations): checks the harness, measures nothing."; echo; }
-  echo "Append: one batch of 16 chunks (${chunk_bytes} bytes of JSON each) per transaction, $clients clients, each on a run of its own, fsync=$fsync_now;"
+  echo "Append: one batch of 16 chunks (${chunk_bytes} bytes of JSON each) per transaction, $clients clients, each on a run of its own;"
   echo "median of $repeats side-by-side rounds of ${dur[*]} runs, tables emptied before each run. Goal: extension / bare >= 0.8."
   echo
   echo "| workload | synchronous_commit | tps (batches/s) | chunks/s | latency (ms) | extension / bare | watched / unwatched |"
