@@ -1,7 +1,7 @@
 # bench/bench.mk: the benchmarks (included by the Makefile; BENCHMARKS.md
 # reports them and says how long each takes).
 
-.PHONY: bench bench-rtt bench-redis bench-citus bench-checkpoints bench-runlog bench-browser
+.PHONY: bench bench-rtt bench-redis bench-citus bench-checkpoints bench-runlog bench-capacity bench-browser
 
 # Every workload beside plain SQL, PL/pgSQL and the SQL edition, on a
 # throwaway cluster.
@@ -34,6 +34,12 @@ bench-checkpoints: installed
 # latency through LISTEN/NOTIFY (bench/runlog.sh; also part of make bench).
 bench-runlog: installed
 	test/scripts/with-cluster.sh bench/runlog.sh
+
+# Live streams: how many runs, each a producer appending every 50 ms and a
+# reader tailing it through the client, one server carries (bench/capacity.sh;
+# also part of make bench; needs the TypeScript client built).
+bench-capacity: installed
+	test/scripts/with-cluster.sh bench/capacity.sh
 
 # A streamed answer in headless chromium after a fault: the chat-resume
 # example through kill -9, SIGSTOP, a cut and a chain, beside the same page

@@ -50,6 +50,13 @@
 #               (bench/runlog.sh, with its own BENCH_RUNLOG_* options;
 #               database bench_runlog): runlog.md.  Skipped (and said so)
 #               when the installed extension has no run log
+#   capacity    live streams: N runs at once, each a producer appending a
+#               batch every 50 ms and a reader tailing it through the
+#               TypeScript client, N raised until p99 delay > 100 ms; both
+#               editions and memoryStream's floor (bench/capacity.sh, with
+#               its own BENCH_CAPACITY_* options; databases bench_capacity,
+#               bench_capacity_sql): capacity.md, capacity.svg.  Skipped (and
+#               said so) when the client is not built
 #   browser     a streamed answer in headless chromium after a fault: the
 #               chat-resume example (two replicas, its balancer, its page)
 #               through kill -9, SIGSTOP, a cut and a chain of both, the
@@ -86,7 +93,7 @@
 #   BENCH_SHARED_BUFFERS (3GB)   on a throwaway cluster of with-cluster.sh
 #                                only: ALTER SYSTEM + restart so the scale
 #                                data set fits; "" leaves the server alone
-#   BENCH_PHASES ("main plot rtt redis runlog browser contention memory scale")  the phases to run
+#   BENCH_PHASES ("main plot rtt redis runlog capacity browser contention memory scale")  the phases to run
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
 #   BENCH_SQL_EDITION (1)        0: leave the SQL edition out of main and rtt
@@ -140,7 +147,7 @@ fi
 mem_other=$((mem_calls / 20))
 # The smoke run (part of make test) leaves out the Redis comparison: a
 # benchmark, not a test, and the only phase that needs Redis.
-default_phases="main plot rtt redis runlog browser contention memory scale"
+default_phases="main plot rtt redis runlog capacity browser contention memory scale"
 [ "$smoke" = 1 ] && default_phases=${default_phases/ redis/}
 phases=" ${BENCH_PHASES:-$default_phases} "
 [ "$hot" = 1 ] && [[ $phases != *" hot "* ]] && phases="$phases hot "
@@ -430,6 +437,13 @@ if has_phase runlog; then
   BENCH_OUT="$out" BENCH_SMOKE="$smoke" BENCH_THREADS="$threads_max" "$here/runlog.sh" ||
     fail "the run log phase failed"
   [ -s "$out/runlog.md" ] || fail "the run log phase wrote no runlog.md"
+fi
+
+# --- live streams: how many one server carries (bench/capacity.sh) ---------------------
+
+if has_phase capacity; then
+  BENCH_OUT="$out" BENCH_SMOKE="$smoke" "$here/capacity.sh" || fail "the capacity phase failed"
+  [ -s "$out/capacity.md" ] || fail "the capacity phase wrote no capacity.md"
 fi
 
 # --- a streamed answer in the browser after a fault (bench/browser.sh) -----------------
@@ -747,6 +761,10 @@ fi
   if has_phase runlog; then
     echo
     cat "$out/runlog.md"
+  fi
+  if has_phase capacity; then
+    echo
+    cat "$out/capacity.md"
   fi
   if has_phase browser; then
     echo
