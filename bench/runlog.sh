@@ -184,8 +184,18 @@ run_one() { # workload sync rep
                        LATERAL sandbox_store.run_log_watch('fenced-' || c)" >/dev/null
       "$work/runlog-listen" "dbname=$wdb" >"$work/listen.out" &
       listener=$!
-      for _ in $(seq 1 100); do grep -q listening "$work/listen.out" 2>/dev/null && break; sleep 0.1; done
-      grep -q listening "$work/listen.out" || fail "runlog $wl: the listener did not start"
+      # Its LISTEN in effect before the first append (up to 2 minutes on a
+      # loaded machine; at once if it failed).
+      for _ in $(seq 1 1200); do
+        grep -q listening "$work/listen.out" 2>/dev/null && break
+        kill -0 "$listener" 2>/dev/null || break
+        sleep 0.1
+      done
+      if ! grep -q listening "$work/listen.out"; then
+        kill "$listener" 2>/dev/null || true
+        wait "$listener" 2>/dev/null || true
+        fail "runlog $wl: the listener did not start"
+      fi
       ;;
   esac
   case $wl in
