@@ -91,7 +91,7 @@ sb_fresh_db "$SQLDB"
 psql -X -q -v ON_ERROR_STOP=1 -d "$SQLDB" -f "$work/sandbox_store-sql.sql" >/dev/null
 
 for db in "$DB" "$SQLDB"; do
-	psql -X -q -v ON_ERROR_STOP=1 -d "$db" <<'SQL'
+	psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<'SQL'
 -- The checkpoint every workload writes (its id and thread set per call).
 CREATE TABLE template (c jsonb);
 INSERT INTO template SELECT jsonb_build_object(
@@ -179,12 +179,14 @@ EOF
 cat >"$work/bare_append.pgbench" <<'EOF'
 SELECT hand_append(:client_id);
 EOF
-cat >"$work/ext_append_read.pgbench" <<'EOF'
-SELECT sandbox_store.checkpoint_head('thread-' || :client_id) AS head \gset
+# (-M simple writes :head into the text as it is: read it quoted there.)
+q=("" ""); [ "$PROTOCOL" != simple ] || q=("quote_literal(" ")")
+cat >"$work/ext_append_read.pgbench" <<EOF
+SELECT ${q[0]}sandbox_store.checkpoint_head('thread-' || :client_id)${q[1]} AS head \gset
 SELECT ext_append_on(:client_id, :head);
 EOF
-cat >"$work/bare_append_read.pgbench" <<'EOF'
-SELECT head FROM bare_heads WHERE thread = 'thread-' || :client_id \gset
+cat >"$work/bare_append_read.pgbench" <<EOF
+SELECT ${q[0]}head${q[1]} AS head FROM bare_heads WHERE thread = 'thread-' || :client_id \gset
 SELECT hand_append_on(:client_id, :head);
 EOF
 cp "$work/ext_append.pgbench" "$work/ext_insert.pgbench"
@@ -207,9 +209,9 @@ cat >"$work/bare_list.pgbench" <<'EOF'
 \set t random(0, 63)
 SELECT checkpoint FROM bare WHERE thread_id = 'list-' || :t ORDER BY created_at, id COLLATE "C";
 EOF
-cat >"$work/ext_writer.pgbench" <<'EOF'
-SELECT fence AS f, owner_token AS t FROM sandbox_store.checkpoint_acquire_writer('lease-' || :client_id, 60000) \gset
-SELECT sandbox_store.checkpoint_release_writer('lease-' || :client_id, :t, :f);
+cat >"$work/ext_writer.pgbench" <<EOF
+SELECT fence AS f, ${q[0]}owner_token::text${q[1]} AS t FROM sandbox_store.checkpoint_acquire_writer('lease-' || :client_id, 60000) \gset
+SELECT sandbox_store.checkpoint_release_writer('lease-' || :client_id, :t::uuid, :f);
 EOF
 for f in "$work"/*.pgbench; do cp "$f" "${f%/*}/sql_${f##*/}"; done
 for f in "$work"/sql_bare_*.pgbench; do rm -f "$f"; done
