@@ -50,6 +50,12 @@
 #               (bench/runlog.sh, with its own BENCH_RUNLOG_* options;
 #               database bench_runlog): runlog.md.  Skipped (and said so)
 #               when the installed extension has no run log
+#   checkpoints the checkpoint store: append (the head read inside it, and
+#               read first in a statement of its own), get and list, the
+#               C edition and the SQL edition beside the by-hand SQL
+#               (insert plus head compare-and-set), at 1 and 8 clients
+#               (bench/checkpoints.sh, with its own BENCH_CP_* options;
+#               databases bench_cp, bench_cp_sql): checkpoints.md
 #   capacity    live streams: N runs at once, each a producer appending a
 #               batch every 50 ms and a reader tailing it through the
 #               TypeScript client, N raised until p99 delay > 100 ms; both
@@ -93,7 +99,7 @@
 #   BENCH_SHARED_BUFFERS (3GB)   on a throwaway cluster of with-cluster.sh
 #                                only: ALTER SYSTEM + restart so the scale
 #                                data set fits; "" leaves the server alone
-#   BENCH_PHASES ("main plot rtt redis runlog capacity browser contention memory scale")  the phases to run
+#   BENCH_PHASES ("main plot rtt redis runlog checkpoints capacity browser contention memory scale")  the phases to run
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
 #   BENCH_SQL_EDITION (1)        0: leave the SQL edition out of main and rtt
@@ -147,7 +153,7 @@ fi
 mem_other=$((mem_calls / 20))
 # The smoke run (part of make test) leaves out the Redis comparison: a
 # benchmark, not a test, and the only phase that needs Redis.
-default_phases="main plot rtt redis runlog capacity browser contention memory scale"
+default_phases="main plot rtt redis runlog checkpoints capacity browser contention memory scale"
 [ "$smoke" = 1 ] && default_phases=${default_phases/ redis/}
 phases=" ${BENCH_PHASES:-$default_phases} "
 [ "$hot" = 1 ] && [[ $phases != *" hot "* ]] && phases="$phases hot "
@@ -437,6 +443,13 @@ if has_phase runlog; then
   BENCH_OUT="$out" BENCH_SMOKE="$smoke" BENCH_THREADS="$threads_max" "$here/runlog.sh" ||
     fail "the run log phase failed"
   [ -s "$out/runlog.md" ] || fail "the run log phase wrote no runlog.md"
+fi
+
+# --- the checkpoint store (bench/checkpoints.sh) ----------------------------------------
+
+if has_phase checkpoints; then
+  BENCH_OUT="$out" BENCH_SMOKE="$smoke" "$here/checkpoints.sh" || fail "the checkpoints phase failed"
+  [ -s "$out/checkpoints.md" ] || fail "the checkpoints phase wrote no checkpoints.md"
 fi
 
 # --- live streams: how many one server carries (bench/capacity.sh) ---------------------
@@ -761,6 +774,10 @@ fi
   if has_phase runlog; then
     echo
     cat "$out/runlog.md"
+  fi
+  if has_phase checkpoints; then
+    echo
+    cat "$out/checkpoints.md"
   fi
   if has_phase capacity; then
     echo
