@@ -13,7 +13,7 @@
 #      left out (nocheck): test/scripts/release-test.sh deb runs the suites
 #      against the installed package instead;
 #   3. lintian on the .changes (source and binaries): fails on an error, and
-#      on a warning other than those CONTRIBUTING.md lists, and says why
+#      on a warning other than those release/README.md lists, and says why
 #      (LINTIAN_ALLOWED below).
 #
 # OUTDIR is emptied first.  The build log is OUTDIR/build.log, lintian's
@@ -24,7 +24,7 @@ set -euo pipefail
 . "$(dirname "$0")/../test/scripts/lib.sh"
 sb_name=deb
 
-# Warnings that stay (CONTRIBUTING.md, Releasing, says why).
+# Warnings that stay (release/README.md says why).
 LINTIAN_ALLOWED=(initial-upload-closes-no-bugs no-debian-changes)
 
 [ $# -eq 1 ] || fail "usage: release/deb.sh OUTDIR"
@@ -57,5 +57,5 @@ sed 's/^/  /' "$out/lintian.log"
 unexpected=$(sed -n 's/^W: [^:]*: \([^ ]*\).*/\1/p' "$out/lintian.log" | sort -u |
   grep -vxF -f <(printf '%s\n' "${LINTIAN_ALLOWED[@]}") || true)
 [ -z "$unexpected" ] ||
-  fail "lintian warnings that CONTRIBUTING.md does not list: $(tr '\n' ' ' <<<"$unexpected"); fix them, or say there why they stay"
-say "lintian: no errors$(grep -q '^W: ' "$out/lintian.log" && echo ", only the warnings CONTRIBUTING.md lists")"
+  fail "lintian warnings that release/README.md does not list: $(tr '\n' ' ' <<<"$unexpected"); fix them, or say there why they stay"
+say "lintian: no errors$(grep -q '^W: ' "$out/lintian.log" && echo ", only the warnings release/README.md lists")"

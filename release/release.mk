@@ -1,5 +1,5 @@
 # release/release.mk: the release artifacts (included by the Makefile after
-# PGXS).  CONTRIBUTING.md (Releasing) says how a release is cut.
+# PGXS).  release/README.md says how a release is cut.
 #
 #   make release-check  the versions of the release agree (release/versions.sh)
 #   make dist           every file of DIST_FILES, in dist/, after release-check
