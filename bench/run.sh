@@ -99,6 +99,8 @@
 #   BENCH_SHARED_BUFFERS (3GB)   on a throwaway cluster of with-cluster.sh
 #                                only: ALTER SYSTEM + restart so the scale
 #                                data set fits; "" leaves the server alone
+#   BENCH_GROUPS ("ensure_auto ensure_txn get upsert lease create")  the
+#                                main phase's workload groups to run
 #   BENCH_PHASES ("main plot rtt redis runlog checkpoints capacity browser contention memory scale")  the phases to run
 #                                (hot is added by BENCH_HOT_EXPERIMENTS=1)
 #   BENCH_OUT (bench/out)        output directory
@@ -135,6 +137,7 @@ hot=${BENCH_HOT_EXPERIMENTS:-0}
 hot_stamps=${BENCH_HOT_STAMPS:-1000000}
 scale_rows=${BENCH_SCALE_ROWS:-10000000}
 scale_clients=${BENCH_SCALE_CLIENTS:-"8"}
+run_groups=${BENCH_GROUPS:-"ensure_auto ensure_txn get upsert lease create"}
 threads_max=${BENCH_THREADS:-2}
 shared_buffers=${BENCH_SHARED_BUFFERS-3GB}
 out=${BENCH_OUT:-$here/out}
@@ -341,7 +344,10 @@ declare -A members=(
   [lease]="lease lock_work"
   [create]="create_lease2"
 )
-groups=(ensure_auto ensure_txn get upsert)
+groups=()
+for group in ensure_auto ensure_txn get upsert; do
+  case " $run_groups " in *" $group "*) groups+=("$group") ;; esac
+done
 if [ "$sql_edition" = 1 ]; then
   for group in ensure_auto ensure_txn get upsert create; do
     members[$group]+=" sql_${members[$group]%% *}"
@@ -408,11 +414,13 @@ fi
 
 # --- lease pair (after the ensure runs: claims leave rows in sandbox_store.leases) ---
 
-if [ "$has_lease" != 0 ] && has_phase main; then
+if [ "$has_lease" != 0 ] && has_phase main && [[ " $run_groups " == *" lease "* ]]; then
   groups+=(lease)
   for c in $clients_list; do
     run_group main bench "$rows" lease "$c" "$repeats" "$secs"
   done
+fi
+if [ "$has_lease" != 0 ] && has_phase main && [[ " $run_groups " == *" create "* ]]; then
   # The lease-mode create cycle (sandbox_ensure with a lease, then
   # sandbox_upsert_release) on new keys: the C edition beside the SQL edition.
   if [ "$has_release" != 0 ]; then
@@ -728,6 +736,8 @@ SQL
 } >"$out/plot.dat"
 if ! has_phase main && ! has_phase plot; then
   :
+elif [[ " $run_groups " != *" ensure_auto "* && " $run_groups " != *" ensure_txn "* ]]; then
+  say "no ensure group ran: no plot"
 elif command -v gnuplot >/dev/null 2>&1; then
   gnuplot -e "datafile='$out/plot.dat'; outfile='$out/plot.png'; subtitle='$rows records, nproc=$(nproc), PostgreSQL $(psql -X -At -d postgres -c 'SHOW server_version' | cut -d' ' -f1), median of runs'" \
     "$here/plot.gp" || fail "gnuplot failed"
