@@ -7,24 +7,29 @@
 # and 50 file entries (about 110 kB of JSON; TOAST compresses it).  Each
 # call runs in three databases side by side: the C edition (the extension,
 # database bench_cp), the SQL edition (the plain script built from this
-# tree, database bench_cp_sql) and the bare SQL an app would write without
-# the extension's checks, on a table of the same shape and index (in
-# bench_cp: bare, bare_heads):
+# tree, database bench_cp_sql) and the SQL an app would write by hand for
+# the same guarantee, on tables of the same shape and index (in bench_cp:
+# bare, bare_heads, bare_writers): the writer's lease row locked and
+# checked (token, fence, unexpired), the blob keys the checkpoint points to
+# stored with it (what checkpoint_blob_references reads), the head moved by
+# a compare-and-set -- everything but the checks of the checkpoint's shape:
 #
 #   append       checkpoint_append, the head read inside the same statement
-#                (one round trip: SELECT ext_append(client))
-#                            vs  by hand, one statement: the row inserted on
-#                the current head and the head's compare-and-set (UPDATE
-#                bare_heads ... WHERE head IS NOT DISTINCT FROM the expected)
+#                (one round trip, one statement)
+#                            vs  by hand, one statement: the writer checked,
+#                the row inserted on the current head and the head's
+#                compare-and-set (UPDATE bare_heads ... WHERE head IS NOT
+#                DISTINCT FROM the expected)
 #   append_read  the head read first, in a statement of its own
 #                (checkpoint_head, \gset), then checkpoint_append on it (two
 #                round trips, autocommit: what a client does)
 #                            vs  by hand the same way: SELECT head \gset, then
-#                one statement that inserts the row on :head and moves the
-#                head with UPDATE bare_heads SET head = new WHERE thread = ...
-#                AND head = :head (raises when no row moved: the CAS lost)
-#   insert       checkpoint_append  vs  the INSERT of the same row alone
-#                (not run by default: BENCH_CP_WORKLOADS="append insert ...")
+#                one statement that checks the writer, inserts the row on
+#                :head and moves the head with UPDATE bare_heads SET head =
+#                new WHERE thread = ... AND head = :head (raises when no row
+#                moved: the writer or the CAS lost)
+#   insert       checkpoint_append  vs  the INSERT of the same row alone (its
+#                blob keys computed once, before the runs): the floor
 #   get          checkpoint_get of a random stored checkpoint
 #                                   vs  SELECT by primary key
 #   list         checkpoint_list of a thread of 20 checkpoints (threads only
@@ -44,7 +49,7 @@
 # depends on what a commit costs; BENCHMARKS.md, "Checkpoints", shows how):
 #   BENCH_CP_CLIENTS ("1 8")      client counts
 #   BENCH_CP_SECONDS (5) / BENCH_CP_REPEATS (3)
-#   BENCH_CP_WORKLOADS ("append append_read get list")
+#   BENCH_CP_WORKLOADS ("append append_read insert get list")
 #   BENCH_CP_SYNC ("")            synchronous_commit of the runs (PGOPTIONS);
 #                                 empty: the server's
 #   BENCH_CP_PROTOCOL (prepared)  pgbench -M: prepared, simple or extended
@@ -65,7 +70,7 @@ sb_name=bench-checkpoints
 SECONDS_EACH=${BENCH_CP_SECONDS:-5}
 REPEATS=${BENCH_CP_REPEATS:-3}
 CLIENTS=${BENCH_CP_CLIENTS:-"1 8"}
-WORKLOADS=${BENCH_CP_WORKLOADS:-"append append_read get list"}
+WORKLOADS=${BENCH_CP_WORKLOADS:-"append append_read insert get list"}
 SYNC=${BENCH_CP_SYNC:-}
 PROTOCOL=${BENCH_CP_PROTOCOL:-prepared}
 SMOKE=${BENCH_SMOKE:-0}
@@ -102,9 +107,13 @@ INSERT INTO template SELECT jsonb_build_object(
                                                 'blobKey', 'sandbox-files/sha256/' || encode(sha256(i::text::bytea), 'hex')))
               FROM generate_series(1, 50) i),
   'artifacts', '[]'::jsonb);
--- The bare table: the extension's shape and index, no checks.
+-- The blob keys of the template, each once, by bytes (the bare insert's).
+ALTER TABLE template ADD COLUMN keys text[];
+UPDATE template SET keys = ARRAY(SELECT DISTINCT e ->> 'blobKey' COLLATE "C" FROM jsonb_array_elements(c -> 'files') e
+                                  WHERE e ? 'blobKey' ORDER BY 1);
+-- The by-hand table: the extension's shape and index, no checks.
 CREATE TABLE bare (id text PRIMARY KEY, thread_id text NOT NULL, parent_id text,
-                   created_at int8 NOT NULL, checkpoint jsonb NOT NULL);
+                   created_at int8 NOT NULL, checkpoint jsonb NOT NULL, blob_keys text[] NOT NULL);
 CREATE INDEX ON bare (thread_id, created_at, id COLLATE "C");
 CREATE SEQUENCE ids;
 -- The by-hand chain's heads (thread-0..63; a NULL head: no checkpoint yet).
@@ -117,81 +126,114 @@ INSERT INTO writers SELECT c, 'thread-' || c, w.fence, w.owner_token
   FROM generate_series(0, 63) c, sandbox_store.checkpoint_acquire_writer('thread-' || c, 86400000) w;
 INSERT INTO writers SELECT 100 + c, 'list-' || c, w.fence, w.owner_token
   FROM generate_series(0, 63) c, sandbox_store.checkpoint_acquire_writer('list-' || c, 86400000) w;
--- One append step of a client: on the thread's head.
-CREATE FUNCTION ext_append(client int) RETURNS text LANGUAGE sql AS $$
-  SELECT sandbox_store.checkpoint_append(
-           t.c || jsonb_build_object('id', 'cp-' || nextval('ids'), 'threadId', w.thread,
-                                     'parentCheckpointId', sandbox_store.checkpoint_head(w.thread)),
-           sandbox_store.checkpoint_head(w.thread), w.thread, w.token, w.fence)
-    FROM template t, writers w WHERE w.client = $1
-$$;
--- The same on a head the client read before (append_read).
-CREATE FUNCTION ext_append_on(client int, head text) RETURNS text LANGUAGE sql AS $$
-  SELECT sandbox_store.checkpoint_append(
-           t.c || jsonb_build_object('id', 'cp-' || nextval('ids'), 'threadId', w.thread, 'parentCheckpointId', $2),
-           $2, w.thread, w.token, w.fence)
-    FROM template t, writers w WHERE w.client = $1
-$$;
-CREATE FUNCTION bare_append(client int) RETURNS void LANGUAGE sql AS $$
-  INSERT INTO bare SELECT 'cp-' || n, 'thread-' || $1, NULL, 1700000000000,
-                          t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || $1)
-    FROM template t, nextval('ids') n
-$$;
--- The same append by hand: the row on the current head and the head's
--- compare-and-set, in one statement (one transaction, one round trip).
-CREATE FUNCTION hand_append(client int) RETURNS void LANGUAGE sql AS $$
-  WITH cur AS (SELECT head FROM bare_heads WHERE thread = 'thread-' || $1),
-  ins AS (INSERT INTO bare SELECT 'cp-' || n, 'thread-' || $1, cur.head, 1700000000000,
-                                  t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || $1,
-                                                            'parentCheckpointId', cur.head)
-            FROM template t, cur, nextval('ids') n RETURNING id, parent_id)
-  UPDATE bare_heads h SET head = ins.id FROM ins
-   WHERE h.thread = 'thread-' || $1 AND h.head IS NOT DISTINCT FROM ins.parent_id
-$$;
--- By hand on a head the client read before (append_read): the row on
--- :head and UPDATE ... WHERE head = :head; a lost compare-and-set (no row
--- moved) raises, which rolls the row back.
-CREATE FUNCTION hand_append_on(client int, expected text) RETURNS text LANGUAGE sql AS $$
-  WITH ins AS (INSERT INTO bare SELECT 'cp-' || n, 'thread-' || $1, $2, 1700000000000,
-                                       t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || $1,
-                                                                 'parentCheckpointId', $2)
-                 FROM template t, nextval('ids') n RETURNING id),
+-- A by-hand append that moved no head raises (volatile: never folded into
+-- a plan).
+CREATE FUNCTION lost(thread text) RETURNS text LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+  RAISE EXCEPTION 'the writer or the head of % moved', thread;
+END
+$f$;
+-- The by-hand writers' leases: the same tokens and fences, a day long.
+CREATE TABLE bare_writers (thread text PRIMARY KEY, token uuid NOT NULL, fence int8 NOT NULL,
+                           expires_at timestamptz NOT NULL);
+INSERT INTO bare_writers SELECT thread, token, fence, now() + interval '1 day' FROM writers;
+SQL
+done
+
+# The statements each side sends, written once: CLIENT stands for the
+# client's id and HEAD for the head it read.  The pgbench scripts send them
+# as they are (prepared by -M prepared, as an app would); the setup calls
+# them through functions made of the same text.
+#
+# One append step: on the thread's head, read inside the statement.
+ext_append="SELECT sandbox_store.checkpoint_append(
+           t.c || jsonb_build_object('id', 'cp-' || nextval('ids'), 'threadId', w.thread, 'parentCheckpointId', h.head),
+           h.head, w.thread, w.token, w.fence)
+    FROM template t, writers w, LATERAL (SELECT sandbox_store.checkpoint_head(w.thread) OFFSET 0) h(head)
+   WHERE w.client = CLIENT"
+# The same on a head the client read before (append_read).
+ext_append_read="SELECT sandbox_store.checkpoint_append(
+           t.c || jsonb_build_object('id', 'cp-' || nextval('ids'), 'threadId', w.thread, 'parentCheckpointId', HEAD),
+           HEAD, w.thread, w.token, w.fence)
+    FROM template t, writers w WHERE w.client = CLIENT"
+# The bare insert of the same row (its blob keys computed before the runs).
+bare_insert="INSERT INTO bare SELECT 'cp-' || n, 'thread-' || CLIENT, NULL, 1700000000000,
+                          t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || CLIENT), t.keys
+    FROM template t, nextval('ids') n"
+# By hand, head read inside: the writer's lease row locked and checked, the
+# row (with its blob keys) on the current head and the head's
+# compare-and-set, in one statement (one transaction, one round trip); a
+# lost writer (no row inserted) raises.
+keys="ARRAY(SELECT DISTINCT e ->> 'blobKey' COLLATE \"C\" FROM jsonb_array_elements(x.c -> 'files') e
+                  WHERE e ? 'blobKey' ORDER BY 1)"
+bare_append="WITH wr AS (SELECT b.thread FROM bare_writers b JOIN writers w ON w.thread = b.thread
+               WHERE w.client = CLIENT AND b.token = w.token AND b.fence = w.fence
+                 AND b.expires_at > clock_timestamp() FOR UPDATE OF b),
+  cur AS (SELECT head FROM bare_heads WHERE thread = 'thread-' || CLIENT),
+  ins AS (INSERT INTO bare SELECT 'cp-' || n, 'thread-' || CLIENT, cur.head, 1700000000000, x.c, $keys
+            FROM template t, wr, cur, nextval('ids') n,
+                 LATERAL (SELECT t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || CLIENT,
+                                                           'parentCheckpointId', cur.head) OFFSET 0) x(c)
+          RETURNING id, parent_id),
   cas AS (UPDATE bare_heads h SET head = ins.id FROM ins
-           WHERE h.thread = 'thread-' || $1 AND h.head = $2 RETURNING h.head)
-  SELECT COALESCE((SELECT head FROM cas), ('the head of thread-' || $1 || ' moved')::int::text)
-$$;
+           WHERE h.thread = 'thread-' || CLIENT AND h.head IS NOT DISTINCT FROM ins.parent_id RETURNING h.head)
+  SELECT COALESCE((SELECT head FROM cas), lost('thread-' || CLIENT))"
+# By hand on a head the client read before (append_read): the writer
+# checked, the row on HEAD and UPDATE ... WHERE head = HEAD; a lost writer
+# or compare-and-set (no row moved) raises, which rolls the row back.
+bare_append_read="WITH wr AS (SELECT b.thread FROM bare_writers b JOIN writers w ON w.thread = b.thread
+               WHERE w.client = CLIENT AND b.token = w.token AND b.fence = w.fence
+                 AND b.expires_at > clock_timestamp() FOR UPDATE OF b),
+  ins AS (INSERT INTO bare SELECT 'cp-' || n, 'thread-' || CLIENT, HEAD, 1700000000000, x.c, $keys
+            FROM template t, wr, nextval('ids') n,
+                 LATERAL (SELECT t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-' || CLIENT,
+                                                           'parentCheckpointId', HEAD) OFFSET 0) x(c)
+          RETURNING id),
+  cas AS (UPDATE bare_heads h SET head = ins.id FROM ins
+           WHERE h.thread = 'thread-' || CLIENT AND h.head = HEAD RETURNING h.head)
+  SELECT COALESCE((SELECT head FROM cas), lost('thread-' || CLIENT))"
+as_function() { # as_function NAME RETURNS STATEMENT: CLIENT is $1, HEAD $2
+	local body=${3//CLIENT/\$1}
+	# shellcheck disable=SC2016 # ($f$ quotes the body in SQL)
+	printf 'CREATE FUNCTION %s(client int, head text DEFAULT NULL) RETURNS %s LANGUAGE sql AS $f$\n%s\n$f$;\n' \
+		"$1" "$2" "${body//HEAD/\$2::text}"
+}
+for db in "$DB" "$SQLDB"; do
+	{
+		as_function ext_append text "$ext_append"
+		as_function hand_append text "$bare_append"
+		cat <<'SQL'
 -- Every appended thread has a head before the runs (a read head is never
 -- NULL), and stored checkpoints to read: 20 in each list thread, in both
 -- tables.
 SELECT count(ext_append(c)), count(hand_append(c)) FROM generate_series(0, 63) c;
 SELECT count(ext_append(100 + c)) FROM generate_series(0, 63) c, generate_series(1, 20);
-INSERT INTO bare SELECT id, thread_id, parent_id, created_at, checkpoint FROM sandbox_store.checkpoints
+INSERT INTO bare SELECT id, thread_id, parent_id, created_at, checkpoint, blob_keys FROM sandbox_store.checkpoints
  WHERE thread_id LIKE 'list-%';
 ANALYZE;
 SQL
+	} | psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null
 done
 max_id=$(psql -X -qAt -d "$DB" -c "SELECT last_value FROM ids")
 
-cat >"$work/ext_append.pgbench" <<'EOF'
-SELECT ext_append(:client_id);
-EOF
-cat >"$work/bare_append.pgbench" <<'EOF'
-SELECT hand_append(:client_id);
-EOF
+as_script() { # as_script STATEMENT: CLIENT is :client_id, HEAD :head
+	local body=${1//CLIENT/:client_id}
+	printf '%s;\n' "${body//HEAD/:head::text}"
+}
+as_script "$ext_append" >"$work/ext_append.pgbench"
+as_script "$bare_append" >"$work/bare_append.pgbench"
 # (-M simple writes :head into the text as it is: read it quoted there.)
 q=("" ""); [ "$PROTOCOL" != simple ] || q=("quote_literal(" ")")
-cat >"$work/ext_append_read.pgbench" <<EOF
-SELECT ${q[0]}sandbox_store.checkpoint_head('thread-' || :client_id)${q[1]} AS head \gset
-SELECT ext_append_on(:client_id, :head);
-EOF
-cat >"$work/bare_append_read.pgbench" <<EOF
-SELECT ${q[0]}head${q[1]} AS head FROM bare_heads WHERE thread = 'thread-' || :client_id \gset
-SELECT hand_append_on(:client_id, :head);
-EOF
+{
+	echo "SELECT ${q[0]}sandbox_store.checkpoint_head('thread-' || :client_id)${q[1]} AS head \\gset"
+	as_script "$ext_append_read"
+} >"$work/ext_append_read.pgbench"
+{
+	echo "SELECT ${q[0]}head${q[1]} AS head FROM bare_heads WHERE thread = 'thread-' || :client_id \\gset"
+	as_script "$bare_append_read"
+} >"$work/bare_append_read.pgbench"
 cp "$work/ext_append.pgbench" "$work/ext_insert.pgbench"
-cat >"$work/bare_insert.pgbench" <<'EOF'
-SELECT bare_append(:client_id);
-EOF
+as_script "$bare_insert" >"$work/bare_insert.pgbench"
 cat >"$work/ext_get.pgbench" <<EOF
 \set n random(1, $max_id)
 SELECT sandbox_store.checkpoint_get('cp-' || :n);
