@@ -312,15 +312,18 @@ fi
 client_rows=""
 if [ "$smoke" != 1 ] && command -v node >/dev/null 2>&1 && [ -f "$sb_top/clients/typescript/dist/index.js" ] &&
   [ -d "$sb_top/clients/typescript/node_modules/pg" ]; then
-  for sync in "${syncs[@]}"; do
-    psql_db -c "ALTER DATABASE $db SET synchronous_commit = $sync"
-    CLIENTS=$clients SECONDS_PER_RUN=$secs REPEATS=$repeats PGDATABASE=$db node "$here/runlog-client.mjs" \
-      >"$work/client-$sync.txt" || fail "bench/runlog-client.mjs failed"
-    client_rows+=$(awk -F'\t' -v s="$sync" '$1 == "ratio" { printf "| %s | %s | %s |\n", $2 == "watched" ? "notify false, woken after the commit (1.7.0)" : "notifying at its commit (before 1.7.0)", s, $3 }' \
-      "$work/client-$sync.txt")$'\n'
-    sed "s/^/$sync\t/" "$work/client-$sync.txt" >>"$out/runlog-client.tsv"
+  for edition in C SQL; do
+    edb=$db; [ "$edition" = C ] || edb=$sqldb
+    for sync in "${syncs[@]}"; do
+      psql_db -c "ALTER DATABASE $edb SET synchronous_commit = $sync"
+      CLIENTS=$clients SECONDS_PER_RUN=$secs REPEATS=$repeats PGDATABASE=$edb node "$here/runlog-client.mjs" \
+        >"$work/client-$edition-$sync.txt" || fail "bench/runlog-client.mjs failed ($edition edition)"
+      client_rows+=$(awk -F'\t' -v s="$sync" -v e="$edition" '$1 == "ratio" { printf "| %s | %s | %s | %s |\n", e, $2 == "watched" ? "notify false, woken after the commit (1.7.0)" : "notifying at its commit (before 1.7.0)", s, $3 }' \
+        "$work/client-$edition-$sync.txt")$'\n'
+      sed "s/^/$edition\t$sync\t/" "$work/client-$edition-$sync.txt" >>"$out/runlog-client.tsv"
+    done
+    psql_db -c "ALTER DATABASE $edb RESET synchronous_commit"
   done
-  psql_db -c "ALTER DATABASE $db RESET synchronous_commit"
 fi
 
 if [ -n "${fsync_set:-}" ]; then
@@ -389,8 +392,8 @@ SQL
     echo "(createStreamDurability, one pool), watched (run_log_watch, one LISTEN connection) against unwatched;"
     echo "median of $repeats interleaved ${secs}-second rounds (bench/runlog-client.mjs; raw: runlog-client.tsv):"
     echo
-    echo "| watched append | synchronous_commit | watched / unwatched |"
-    echo "|---|---|---:|"
+    echo "| edition | watched append | synchronous_commit | watched / unwatched |"
+    echo "|---|---|---|---:|"
     printf '%s' "$client_rows"
     echo
   fi
