@@ -20,6 +20,9 @@
 #                                    is tested with ("tested": V), and its
 #                                    README says the same ("`sandbox_store`
 #                                    X.Y or later (tested with V)")
+#   README.md, the client's README   the release files they name are V's
+#   and docs                         (sandbox_store-V.zip, -V.sql,
+#                                    -V-pg_tle.sql, the .deb of V-N)
 #
 # Prints every disagreement and exits 1 if there is one.  Runs from any
 # directory; SB_RELEASE_TREE=DIR checks another tree (a copy) instead.
@@ -147,7 +150,20 @@ said="\`sandbox_store\` ${range#>=} or later (tested with $v)"
 tr -s ' \n' '  ' <$client/README.md | grep -qF "$said" ||
   problem "$client/README.md does not say what package.json says: '$said'"
 
+# 6. The install lines of the READMEs (and the client's docs) name this
+# release's files: sandbox_store-V.zip, -V.sql, -V-pg_tle.sql and the
+# Debian package of debian/changelog's newest entry.
+for f in README.md "$client"/README.md "$client"/docs/*.md; do
+  [ -f "$f" ] || continue
+  while read -r named; do
+    [ "$named" = "$v" ] || problem "$f names the release file sandbox_store-$named..., not $v's"
+  done < <(grep -oE 'sandbox_store-[0-9]+\.[0-9]+(\.[0-9]+)?[.-]' "$f" | sed -E 's/^sandbox_store-//; s/[.-]$//' | sort -u)
+  while read -r named; do
+    [ "$named" = "$dversion" ] || problem "$f names the package of $named, not $dversion"
+  done < <(grep -oE 'sandbox-store_[0-9][^_]*_' "$f" | sed -E 's/^sandbox-store_//; s/_$//' | sort -u)
+done
+
 if [ "$problems" -gt 0 ]; then
   fail "$problems problem(s) with the release $v"
 fi
-say "release $v: sandbox_store.control, META.json, debian/changelog, CHANGELOG.md and the client agree"
+say "release $v: sandbox_store.control, META.json, debian/changelog, CHANGELOG.md, the client and the READMEs agree"
