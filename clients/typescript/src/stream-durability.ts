@@ -28,6 +28,14 @@ export const DEFAULT_FIRST_CHUNK_DEADLINE_MS = 100;
 /** Entries a reader fetches per query. */
 const READ_PAGE = 500;
 
+/**
+ * A live reader that heard nothing for this long reads the log once more:
+ * a writer killed between an append's commit and its wake (run_log_wake,
+ * sent after the commit) leaves no notification behind, and this bounds
+ * the delay that costs.  One indexed query per idle reader per period.
+ */
+const IDLE_REREAD_MS = 5_000;
+
 /** Which run (and from where) an adapter made without a `Request` attaches to. */
 export interface StreamDurabilityInit {
   runId: string;
@@ -335,14 +343,20 @@ export function createStreamDurability<TChunk = any>(
         if (entries.length >= READ_PAGE) continue;
         if (status?.closed === true && (after ?? 0) >= status.lastSeq) return;
         if (signal?.aborted) return;
-        let timeoutMs: number | undefined;
+        let timeoutMs = IDLE_REREAD_MS;
+        let deadline = false;
         if (empty) {
           deadlineAt ??= Date.now() + deadlineMs;
-          timeoutMs = deadlineAt - Date.now();
+          if (deadlineAt - Date.now() <= timeoutMs) {
+            timeoutMs = deadlineAt - Date.now();
+            deadline = true;
+          }
         }
         const outcome = await subscription.wait(seen, timeoutMs, signal);
         if (outcome === 'abort') return;
-        if (outcome === 'timeout') deadlinePassed = true; // one more look, then throw if still nothing
+        // At the deadline: one more look, then throw if still nothing.  Idle:
+        // one more look (a wake lost with its writer).
+        if (outcome === 'timeout' && deadline) deadlinePassed = true;
       }
     } finally {
       subscription.close();

@@ -387,6 +387,24 @@ describe('run log (createStreamDurability)', () => {
     );
   });
 
+  test('1.7.0: a wake that is never sent (its writer died after the commit) delays a live reader by at most the idle re-read, and loses nothing', async () => {
+    const runId = id('wake-lost');
+    const log = createStreamDurability(pool, { runId });
+    await log.append([{ n: 1 }]);
+    const got: unknown[] = [];
+    const reading = collect(createStreamDurability(pool, { runId }).read('-1'), (e) => got.push(e.chunk));
+    await eventually('the reader has n 1', () => got.length === 1, 10_000);
+    // A writer's quiet append committed, and the writer gone before its wake:
+    // no notification is ever sent for n 2.
+    await pool.query('SELECT sandbox_store.run_log_append($1, $2::jsonb, NULL, false)', [runId, '[{"n": 2}]']);
+    await eventually('the idle reader reads n 2 on its own', () => got.length === 2, 30_000);
+    await log.close();
+    assert.deepEqual(
+      (await within(10_000, reading, 'read')).map((e) => e.chunk),
+      [{ n: 1 }, { n: 2 }],
+    );
+  });
+
   test("'now' joins at the tail: only what comes after", async () => {
     const runId = id('log');
     const log = createStreamDurability(pool, { runId });
