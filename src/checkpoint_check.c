@@ -27,10 +27,6 @@
 #include "utils/json.h"
 #include "utils/numeric.h"
 
-/* SQLSTATE SBC07 (an invalid id) and SBC08 (an invalid entry). */
-#define ERRCODE_SBC_INVALID_ID    MAKE_SQLSTATE('S', 'B', 'C', '0', '7')
-#define ERRCODE_SBC_INVALID_ENTRY MAKE_SQLSTATE('S', 'B', 'C', '0', '8')
-
 #define FILE_KEY_PREFIX     "sandbox-files/sha256/"
 #define ARTIFACT_KEY_PREFIX "sandbox-artifacts/"
 

@@ -45,9 +45,6 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
-/* SQLSTATE SBR02: the run is finished or its log is closed. */
-#define ERRCODE_SB_RUN_FINISHED MAKE_SQLSTATE('S', 'B', 'R', '0', '2')
-
 /*
  * The greatest seq: 2^53 - 1, the largest whole number a JavaScript number
  * holds exactly (an offset's position in the client).

@@ -66,14 +66,24 @@
  */
 #define SB_FENCE_LOCK_CLASS (SB_LOCK_CLASS + 1)
 
-/* SQLSTATE SB001: a fenced write or renew whose claim has ended (released or taken over). */
-#define ERRCODE_SB_CLAIM_LOST MAKE_SQLSTATE('S', 'B', '0', '0', '1')
-
 /*
- * SQLSTATE SB002: the library loaded in the session is older than the
- * extension's installed version (catalog.c, sb_check_library_version).
+ * The extension's own SQLSTATEs that C raises, in the order of
+ * docs/reference.md's SQLSTATE table (class SB; the rest of the table is
+ * raised by SQL, or is PostgreSQL's own).
+ *
+ *   SB001  a fenced write or renew whose claim has ended (released or taken
+ *          over), or a run write of a stale driver epoch
+ *   SB002  the library loaded in the session is older than the extension's
+ *          installed version (catalog.c, sb_check_library_version)
+ *   SBR02  the run is finished or its log is closed (run_log.c)
+ *   SBC07  an invalid checkpoint id (checkpoint_check.c)
+ *   SBC08  an invalid checkpoint entry (checkpoint_check.c)
  */
+#define ERRCODE_SB_CLAIM_LOST       MAKE_SQLSTATE('S', 'B', '0', '0', '1')
 #define ERRCODE_SB_LIBRARY_OUTDATED MAKE_SQLSTATE('S', 'B', '0', '0', '2')
+#define ERRCODE_SB_RUN_FINISHED     MAKE_SQLSTATE('S', 'B', 'R', '0', '2')
+#define ERRCODE_SBC_INVALID_ID      MAKE_SQLSTATE('S', 'B', 'C', '0', '7')
+#define ERRCODE_SBC_INVALID_ENTRY   MAKE_SQLSTATE('S', 'B', 'C', '0', '8')
 
 /*
  * The version of this library: the control file's default_version, which
