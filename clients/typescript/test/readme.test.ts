@@ -1,5 +1,6 @@
 /**
- * Every TypeScript block of the README compiles, as a consumer would build
+ * Every TypeScript block of the README, and of the reference pages in docs/
+ * (docs/*.md), compiles, as a consumer would build
  * it: against the packed tarball of this package and the real
  * @tanstack/ai-sandbox 0.2.4 and @tanstack/ai of the lock file, with
  * TanStack AI's compiler options.  A block marked `<!-- tanstack-main -->`
@@ -8,7 +9,9 @@
  * locks, snapshots }), withLocks, createSandboxSnapshots and the checkpoint
  * store's interface), written from this package's restatement of it.
  * Names a block uses without defining (pool, sandbox, provider, key, ...)
- * are declared for all blocks.  A README that drifts fails here.
+ * are declared for all blocks.  A README or a docs page that drifts fails
+ * here, its file and line in the name of the block's file
+ * (README-<line>.ts, docs-<page>-<line>.ts).
  *
  * The extension's README too: the SQL blocks of "Getting started" and "Lease
  * mode" run in psql as written (ON_ERROR_STOP: a fence not its own claim's
@@ -16,7 +19,16 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -28,6 +40,8 @@ const root = fileURLToPath(new URL('../../', import.meta.url)); // build/test/ -
 const pkgName = (JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { name: string }).name;
 
 interface Block {
+  /** The Markdown file, relative to the package: README.md or docs/<page>.md. */
+  file: string;
   line: number;
   code: string;
   main: boolean;
@@ -35,9 +49,9 @@ interface Block {
   line058: boolean;
 }
 
-/** The ```ts blocks of the README, with the line they start on. */
-function readmeBlocks(): Block[] {
-  const lines = readFileSync(`${root}README.md`, 'utf8').split('\n');
+/** The ```ts blocks of a Markdown file of the package, with the line they start on. */
+function markdownBlocks(file: string): Block[] {
+  const lines = readFileSync(join(root, file), 'utf8').split('\n');
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
     if (lines[i]?.trim() !== '```ts') continue;
@@ -45,6 +59,7 @@ function readmeBlocks(): Block[] {
     const body: string[] = [];
     for (i++; i < lines.length && lines[i]?.trim() !== '```'; i++) body.push(lines[i] ?? '');
     blocks.push({
+      file,
       line: start + 1,
       code: body.join('\n'),
       main: lines[start - 1]?.trim() === '<!-- tanstack-main -->',
@@ -52,6 +67,20 @@ function readmeBlocks(): Block[] {
     });
   }
   return blocks;
+}
+
+/** The blocks of the README, then of docs/*.md. */
+function allBlocks(): Block[] {
+  const pages = readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`);
+  return ['README.md', ...pages].flatMap(markdownBlocks);
+}
+
+/** The name a block is compiled under: README-<line>.ts, docs-<page>-<line>.ts. */
+function blockFile(block: Block): string {
+  return `${block.file.replace(/\.md$/, '').replace(/\//g, '-')}-${block.line}.ts`;
 }
 
 /** What the blocks use without defining it. */
@@ -210,13 +239,27 @@ function tsc(project: string): void {
     execFileSync(process.execPath, [compiler, '-p', project], { cwd: project, encoding: 'utf8' });
   } catch (error) {
     const e = error as { stdout?: string; stderr?: string };
-    assert.fail(`README blocks do not compile (block-<README line>.ts):\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+    assert.fail(
+      `README or docs blocks do not compile (README-<line>.ts, docs-<page>-<line>.ts: the file and the line the block starts on):\n${e.stdout ?? ''}${e.stderr ?? ''}`,
+    );
   }
 }
 
-test('every TypeScript block of the README compiles against the packed package and the real TanStack packages', () => {
-  const blocks = readmeBlocks().filter((b) => !b.line058);
+test('every TypeScript block of the README and docs/*.md compiles against the packed package and the real TanStack packages', () => {
+  const found = allBlocks();
+  // The 0.58 line's packed.test.ts compiles the README's 0.58 blocks only.
+  const misplaced = found.filter((b) => b.line058 && b.file !== 'README.md');
+  assert.deepEqual(
+    misplaced.map((b) => `${b.file}:${b.line}`),
+    [],
+    'a block marked tanstack-0.58 outside the README: test/lines/0.58/packed.test.ts does not read it',
+  );
+  const blocks = found.filter((b) => !b.line058);
   assert.ok(blocks.length >= 7, `found ${blocks.length} blocks`);
+  assert.ok(
+    blocks.some((b) => b.file === 'README.md'),
+    'the README has blocks',
+  );
   assert.ok(
     blocks.some((b) => b.main),
     'a block shows TanStack AI main',
@@ -255,8 +298,8 @@ test('every TypeScript block of the README compiles against the packed package a
       writeFileSync(join(dir, 'ambient.d.ts'), AMBIENT);
       const include = ['ambient.d.ts'];
       for (const block of blocks.filter((b) => b.main === main)) {
-        writeFileSync(join(dir, `block-${block.line}.ts`), `${block.code}\nexport {}\n`);
-        include.push(`block-${block.line}.ts`);
+        writeFileSync(join(dir, blockFile(block)), `${block.code}\nexport {}\n`);
+        include.push(blockFile(block));
       }
       const compilerOptions: Record<string, unknown> = { ...COMPILER_OPTIONS };
       if (main) {
