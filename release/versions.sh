@@ -22,7 +22,9 @@
 #                                    X.Y or later (tested with V)")
 #   README.md, the client's README   the release files they name are V's
 #   and docs                         (sandbox_store-V.zip, -V.sql,
-#                                    -V-pg_tle.sql, the .deb of V-N)
+#                                    -V-pg_tle.sql, the .deb of V-N), and
+#                                    the client's npm pack tarball is the
+#                                    one of its package.json version
 #
 # Prints every disagreement and exits 1 if there is one.  Runs from any
 # directory; SB_RELEASE_TREE=DIR checks another tree (a copy) instead.
@@ -162,6 +164,11 @@ for f in README.md "$client"/README.md "$client"/docs/*.md; do
     [ "$named" = "$dversion" ] || problem "$f names the package of $named, not $dversion"
   done < <(grep -oE 'sandbox-store_[0-9][^_]*_' "$f" | sed -E 's/^sandbox-store_//; s/_$//' | sort -u)
 done
+cversion=$(json $client/package.json version)
+while read -r named; do
+  [ "$named" = "$cversion" ] || problem "$client/README.md names the tarball of $named, not $cversion (package.json)"
+done < <(grep -ohE 'sandbox-store-client-[0-9][^ ]*\.tgz' "$client"/README.md "$client"/docs/*.md |
+  sed -E 's/^sandbox-store-client-//; s/\.tgz$//' | sort -u)
 
 if [ "$problems" -gt 0 ]; then
   fail "$problems problem(s) with the release $v"

@@ -110,7 +110,7 @@ test('the package is publishable: not private, licensed, with a repository and e
   assert.ok(pkg.peerDependencies?.['pg'] !== undefined, 'pg is a peer dependency');
 });
 
-test('npm pack: the tarball holds the built package, its sources, README and LICENSE, nothing else; a consumer compiles against it with TanStack AI compiler options', () => {
+test('npm pack: the tarball holds the built package, its sources, README, docs and LICENSE, nothing else; a consumer compiles against it with TanStack AI compiler options', () => {
   const work = mkdtempSync(join(tmpdir(), 'sandbox-store-pack-'));
   try {
     const out = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], {
@@ -124,11 +124,13 @@ test('npm pack: the tarball holds the built package, its sources, README and LIC
       assert.ok(
         ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(file) ||
           /^dist\/.+\.(js|d\.ts|js\.map|d\.ts\.map)$/.test(file) ||
-          /^src\/.+\.ts$/.test(file),
+          /^src\/.+\.ts$/.test(file) ||
+          /^docs\/.+\.md$/.test(file),
         `unexpected file in the tarball: ${file}`,
       );
     }
-    for (const needed of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts']) {
+    // The README's links into docs/ resolve in the tarball too.
+    for (const needed of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'docs/locks.md']) {
       assert.ok(files.includes(needed), `${needed} is in the tarball`);
     }
     assert.ok(!files.some((f) => f.includes('test')), 'no tests in the tarball');
