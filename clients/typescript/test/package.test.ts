@@ -130,7 +130,14 @@ test('npm pack: the tarball holds the built package, its sources, README, docs a
       );
     }
     // The README's links into docs/ resolve in the tarball too.
-    for (const needed of ['package.json', 'README.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts', 'docs/locks.md']) {
+    for (const needed of [
+      'package.json',
+      'README.md',
+      'LICENSE',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'docs/locks.md',
+    ]) {
       assert.ok(files.includes(needed), `${needed} is in the tarball`);
     }
     assert.ok(!files.some((f) => f.includes('test')), 'no tests in the tarball');
