@@ -17,6 +17,8 @@
 #   append_fenced  run_log_append(run, chunks, 1) on a claimed run
 #   sql_append_fenced  append_fenced with the SQL edition (the plain script
 #                  built from this tree) instead of the extension
+#   hand_fenced    bench/runlog_hand.pgbench's hand-written statement that
+#                  gives append_fenced's guarantee, on the same claimed run
 #
 # Prints instructions per call and each append's ratio to bare; callgrind's
 # inclusive costs of the long runs go to PROFILE_OUT/WORKLOAD.annotate.txt.
@@ -104,6 +106,10 @@ script() { # workload n
       esac
       for i in $(seq 1 "$2"); do echo "EXECUTE s($args)"; done
       ;;
+    hand_fenced)
+      echo "PREPARE s(text, jsonb, int8) AS WITH r AS (SELECT FROM sandbox_store.runs WHERE run_id = \$1 AND driver_epoch = \$3 FOR SHARE), l AS (INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at) SELECT \$1, 16, clock_timestamp() FROM r ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET last_seq = l.last_seq + EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at RETURNING l.last_seq - 16 AS before) INSERT INTO sandbox_store.run_log_entries (run_id, seq, chunk) SELECT \$1, l.before + x.i, x.c FROM l, jsonb_array_elements(\$2) WITH ORDINALITY x(c, i)"
+      for i in $(seq 1 "$2"); do echo "EXECUTE s('fenced', '$chunks', 1)"; done
+      ;;
   esac
 }
 instructions() { # callgrind output file
@@ -130,7 +136,7 @@ run() { # workload n outfile
 say "$calls calls after $warm warm-up calls, instructions per call:"
 printf '%-20s %14s %8s\n' workload instructions "/ bare" >"$out/summary.txt"
 bare=""
-for wl in bare append append_fenced sql_append_fenced; do
+for wl in bare append append_fenced sql_append_fenced hand_fenced; do
   run "$wl" "$warm" "$out/$wl.short.cg"
   run "$wl" "$((warm + calls))" "$out/$wl.cg"
   per=$((($(instructions "$out/$wl.cg") - $(instructions "$out/$wl.short.cg")) / calls))
