@@ -2,7 +2,7 @@
 -- written in PL/pgSQL, the way a user would write them without the extension.
 --
 -- This is the "any of the above vs a PL/pgSQL implementation" baseline of the
--- benchmark (issue 3).  It is written to be a fair, competent baseline:
+-- benchmark.  It is written to be a fair, competent baseline:
 --
 --   * same signatures and named arguments as the C functions, same argument
 --     checks (NULL -> 22004, empty -> 22023, over 1024 bytes -> 22001);

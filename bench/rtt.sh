@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/rtt.sh: the headline workloads behind a network round trip (issue 16).
+# bench/rtt.sh: the headline workloads behind a network round trip.
 #
 # App servers reach their database over a network, where each round trip
 # costs 0.2-1 ms within a cloud region; over a Unix socket it costs almost

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/run.sh: side-by-side benchmark of sandbox_store against plain SQL and
-# a PL/pgSQL implementation (issue 3).  See BENCHMARKS.md for the method and
+# a PL/pgSQL implementation.  See BENCHMARKS.md for the method and
 # the results; `make bench` runs this on a throwaway cluster:
 #
 #   test/scripts/with-cluster.sh bench/run.sh
@@ -354,7 +354,7 @@ if [ "$sql_edition" = 1 ]; then
   done
 fi
 
-# Lease mode (issue 4, version 1.1) is measured only once sandbox_ensure has
+# Lease mode (version 1.1) is measured only once sandbox_ensure has
 # a `lease` argument; until then the pair is reported as skipped.  The
 # two-commit create cycle needs sandbox_upsert_release (1.3).
 has_lease=$(psql -X -At -d bench -c "SELECT count(*) FROM pg_proc
@@ -365,7 +365,7 @@ has_release=$(psql -X -At -d bench -c "SELECT count(*) FROM pg_proc
 if [ "$has_lease" != 0 ]; then
   lease_note="measured"
 else
-  lease_note="skipped: sandbox_ensure $ext_version has no lease argument (issue 4)"
+  lease_note="skipped: sandbox_ensure $ext_version has no lease argument (1.1)"
   say "lease pair $lease_note"
 fi
 

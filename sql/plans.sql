@@ -8,7 +8,7 @@
 -- believes empty (VACUUM of an empty table: 0 pages, 0 tuples), a probe of
 -- the primary key is a sequential scan costing nothing, and the backend
 -- would keep scanning the whole table on every call while the table grows
--- (issue 16: a lease-mode create slowed down 4x within 5 seconds).
+-- (a lease-mode create was measured slowing down 4x within 5 seconds).
 --
 \i sql/include/fresh.sql
 
