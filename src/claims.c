@@ -2,8 +2,9 @@
  *
  * claims.c
  *	  Lease mode (version 1.1): claims on keys kept as rows of
- *	  sandbox_store.leases, and fences.  The only file that reads or writes
- *	  that table and the fence sequence.  The SQL functions of lease mode
+ *	  sandbox_store.leases, and the fence checks of fenced writes.  The
+ *	  only file that reads or writes that table; each new fence comes from
+ *	  the fence sequence (fences.c, below).  The SQL functions of lease mode
  *	  are keys.c's, and waiting for a key is take.c's.  Like every helper
  *	  that runs statements, these run in the caller's SPI connection
  *	  (spi.c).
@@ -14,19 +15,10 @@
  * every other ensure, lock, claim and delete of the key waits for it, by
  * polling on the latch with backoff (there is no transaction to wait on).
  *
- * A key's new fence is always a value of the sequence
- * sandbox_store.fence_seq, drawn above the key's newest fence (draw_fence):
- * when the sequence is behind the key (set back by an admin, a node's own
- * sequence on a distributed cluster after the key's row moved there, a
- * logical-replication switchover: sequences are not replicated), it is
- * moved up to the key's fence first, never back, and drawn again.  So
- * fences strictly increase per key whatever the sequence did, increase
- * across keys on one server, and survive a crash restart: every fence
- * handed out is one the sequence produced, and the WAL that covers it is
- * flushed before it leaves the server (flush_fences); sequences never hand
- * out a logged value twice.  Dump/restore keeps them too (the sequence and
- * the rows are dumped).  The leases row of a key is never deleted, so it
- * always holds the newest fence the key was given.
+ * A key's new fence is drawn from the fence sequence above the key's newest
+ * fence and made durable before it leaves the server (fences.c says how),
+ * so fences strictly increase per key.  The leases row of a key is never
+ * deleted, so it always holds the newest fence the key was given.
  *
  * A fenced write succeeds only if its fence is the key's newest and that
  * claim is still set (live, or expired and not yet taken over): a smaller
@@ -58,13 +50,9 @@
 #include "sandbox_store.h"
 
 #include "access/htup_details.h"
-#include "access/relation.h"
 #include "access/xact.h"
-#include "access/xlog.h"
-#include "storage/bufmgr.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "commands/sequence.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
@@ -131,10 +119,6 @@ static SbStatement claim_take = {
 	4,
 	{TEXTOID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID},
 	SPI_OK_INSERT_RETURNING};
-
-/* Move the fence sequence ($1) up to $2 (draw_fence; as the owner). */
-static SbStatement fence_raise = {
-	"SELECT pg_catalog.setval($1, $2)", 2, {REGCLASSOID, INT8OID}, SPI_OK_SELECT};
 
 /*
  * End an expired claim, with a new fence so its holder is fenced off ($2:
@@ -285,20 +269,6 @@ sb_claim_state(const text *key, SbClaim *claim)
 }
 
 /*
- * The fence sequence.  Only called where claims exist, and catalog.c
- * reports (42P01) a version with claims whose sequence is not found.
- */
-static Oid
-fence_sequence(void)
-{
-	Oid seq = sb_relations()->fence_seq;
-
-	if (!OidIsValid(seq))
-		sb_report_missing_table("fence_seq");
-	return seq;
-}
-
-/*
  * The key's leases row, read row-locked with the newest snapshot
  * (lease_lock): its newest fence and whether a claim is set.  False, with
  * fence 0, when the key was never claimed.  With the key's advisory lock
@@ -316,57 +286,6 @@ read_lease_locked(const text *key, int64 *fence, bool *claimed)
 	*fence = DatumGetInt64(sb_spi_value(SPI_tuptable, 0, 1, "fence"));
 	*claimed = DatumGetBool(sb_spi_value(SPI_tuptable, 0, 2, "claimed"));
 	return true;
-}
-
-/*
- * A new fence for a key whose newest fence is above (0: never claimed): the
- * next value of the fence sequence, which is above it unless the sequence
- * is behind the key.  Then the sequence is moved up to above and drawn
- * again, so that every fence handed out is a value the sequence produced
- * and the WAL that flush_fences makes durable covers it.
- *
- * setval must never move the sequence back: a larger value drawn meanwhile
- * for another key, then a crash, would let that value be handed out again
- * for that key.  So every draw holds the fence-draw lock in ShareLock for
- * its nextval, and moving the sequence up holds it in ExclusiveLock: no
- * other draw runs between the value read under it and the setval, which
- * happens only if that value is still not above the key's fence.  (Only
- * callers of this extension are ordered so; an admin's own setval is what
- * this repairs after.)
- *
- * The caller may call the functions, so no privilege on the sequence is
- * checked for nextval; setval runs as the tables' owner (spi.c).
- */
-static int64
-draw_fence(int64 above)
-{
-	Oid seq = fence_sequence();
-	int64 fence;
-
-	sb_fence_draw_lock(ShareLock);
-	fence = nextval_internal(seq, false);
-	sb_fence_draw_unlock(ShareLock);
-	if (fence > above)
-		return fence;
-
-	sb_fence_draw_lock(ExclusiveLock);
-	fence = nextval_internal(seq, false);
-	if (fence <= above)
-	{
-		Datum args[2];
-
-		args[0] = ObjectIdGetDatum(seq);
-		args[1] = Int64GetDatum(above);
-		(void) sb_spi_execute(&fence_raise, args, NULL, false, InvalidSnapshot);
-		fence = nextval_internal(seq, false);
-	}
-	sb_fence_draw_unlock(ExclusiveLock);
-	if (fence <= above)
-		elog(ERROR,
-			 "sequence sandbox_store.fence_seq gave " INT64_FORMAT
-			 " after being set to " INT64_FORMAT,
-			 fence, above);
-	return fence;
 }
 
 /*
@@ -405,7 +324,7 @@ sb_retire_claim(const text *key)
 
 		args[0] = PointerGetDatum(key);
 		args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
-		args[2] = Int64GetDatum(draw_fence(fence));
+		args[2] = Int64GetDatum(sb_draw_fence(fence));
 		retired = sb_spi_execute(&claim_retire, args, NULL, false, InvalidSnapshot) > 0;
 	}
 
@@ -444,42 +363,6 @@ sb_key_free(const text *key, SbClaim *claim)
 }
 
 /*
- * Make the WAL record that covers every fence handed out so far durable.
- * nextval WAL-logs the sequence ahead of the values it returns and stamps
- * the sequence page with that record's end, so flushing up to the page LSN
- * is exactly enough (whichever backend logged it).
- */
-static void
-flush_fences(void)
-{
-	Relation rel;
-	Buffer buf;
-	XLogRecPtr lsn;
-
-	rel = relation_open(fence_sequence(), AccessShareLock);
-	buf = ReadBuffer(rel, 0);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	lsn = PageGetLSN(BufferGetPage(buf));
-	UnlockReleaseBuffer(buf);
-	relation_close(rel, AccessShareLock);
-	XLogFlush(lsn);
-}
-
-/*
- * A fence above `above`, drawn as for a claim and made durable: for claims
- * the SQL-level code takes itself (the checkpoint writers,
- * sandbox_store._draw_claim_fence).
- */
-int64
-sb_draw_claim_fence(int64 above)
-{
-	int64 fence = draw_fence(above);
-
-	flush_fences();
-	return fence;
-}
-
-/*
  * With the key's advisory lock held: take the key's claim for lease.  False
  * if a live claim holds it.
  */
@@ -494,7 +377,7 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	bool taken;
 
 	(void) read_lease_locked(key, &newest, &claimed);
-	fence = draw_fence(newest);
+	fence = sb_draw_fence(newest);
 	args[0] = PointerGetDatum(key);
 	args[1] = Int64GetDatum(fence);
 	args[2] = TimestampTzGetDatum(sb_lease_expiry(current, lease));
@@ -518,7 +401,7 @@ sb_take_claim(const text *key, const Interval *lease, SbClaim *claim)
 	 * 32nd value, so this flushes at most once per 32 fences; otherwise the
 	 * record is durable already and XLogFlush returns at once.
 	 */
-	flush_fences();
+	sb_flush_fences();
 	return true;
 }
 

@@ -5,7 +5,7 @@
  *	  per key, in a lock-tag class of this extension's own, taken and given
  *	  back; and the SQL functions that show it, sandbox_lock_id and
  *	  sandbox_lock_holder.  Also the lock that orders draws of the fence
- *	  sequence (one per database, in a class of its own; claims.c).
+ *	  sequence (one per database, in a class of its own; fences.c).
  *	  Waiting for a key (deadlines, claims, backoff, "could not lock") is
  *	  take.c's.
  *
@@ -144,7 +144,7 @@ sb_unlock_key(const text *key)
  * The fence-draw lock: every draw of the fence sequence holds it in
  * ShareLock for the nextval alone; moving the sequence up to a key's fence
  * holds it in ExclusiveLock, so no other draw can run between the value it
- * reads and its setval (claims.c).  Held for moments, never while waiting
+ * reads and its setval (fences.c).  Held for moments, never while waiting
  * for anything else; given back at once, not at the transaction's end.
  */
 static void

@@ -19,7 +19,8 @@
  *	  taking a key
  *	  take.c		waits, claims in the way, 55P03, the lock's scope
  *	  tables and locks
- *	  claims.c		the leases table and fences
+ *	  claims.c		the leases table: claims, and the fence checks of fenced writes
+ *	  fences.c		the fence sequence: a key's new fence, drawn and made durable
  *	  locks.c		the per-key advisory lock, primary only (sandbox_lock_id,
  *					_lock_holder)
  *	  result.c		the row types functions return, looked up once per backend

@@ -61,7 +61,7 @@
 
 /*
  * The one lock (per database) that orders draws of the fence sequence
- * (claims.c), in a class of its own next to the keys' so that it never
+ * (fences.c), in a class of its own next to the keys' so that it never
  * shares a lock with a key.
  */
 #define SB_FENCE_LOCK_CLASS (SB_LOCK_CLASS + 1)
@@ -223,7 +223,7 @@ extern void sb_unlock_key(const text *key);
 extern void sb_fence_draw_lock(LOCKMODE mode);
 extern void sb_fence_draw_unlock(LOCKMODE mode);
 
-/* claims.c: the leases table and fences */
+/* claims.c: the leases table (claims, and the fence checks of fenced writes) */
 typedef enum SbClaimState
 {
 	CLAIM_NONE,    /* no claim holds the key */
@@ -237,7 +237,6 @@ extern SbClaimState sb_claim_state(const text *key, SbClaim *claim);
 extern bool sb_retire_claim(const text *key);
 extern bool sb_key_free(const text *key, SbClaim *claim);
 extern bool sb_take_claim(const text *key, const Interval *lease, SbClaim *claim);
-extern int64 sb_draw_claim_fence(int64 above);
 extern bool sb_renew_claim(const text *key, const pg_uuid_t *token, const Interval *lease,
 						   TimestampTz *expires);
 extern bool sb_release_claim(const text *key, const pg_uuid_t *token);
@@ -253,6 +252,11 @@ typedef enum SbClaimLost
 } SbClaimLost;
 SB_NORETURN_BEFORE extern void sb_report_claim_lost(const text *key, SbClaimLost how, int64 fence,
 													int64 newest) SB_NORETURN_AFTER;
+
+/* fences.c: the fence sequence and its draws */
+extern int64 sb_draw_fence(int64 above);
+extern void sb_flush_fences(void);
+extern int64 sb_draw_claim_fence(int64 above);
 
 /* take.c: taking a key (waits, claims in the way, 55P03, the lock's scope) */
 extern SbWait sb_wait_from(const Interval *wait);
