@@ -66,6 +66,7 @@ lint:
 		--suppress=missingIncludeSystem --suppress=missingInclude --suppress=toomanyconfigs \
 		"--suppress=*:$(includedir_server)/*" -I src -I $(includedir_server) src/
 	shellcheck -x $(SHELL_SCRIPTS)
+	test/scripts/release-check-test.sh
 	@$(SUITES_PLAN) | diff -u test/suites.plan - || \
 		{ echo "lint: the suites planned differ from test/suites.plan (make suites-plan rewrites it)" >&2; exit 1; }
 
