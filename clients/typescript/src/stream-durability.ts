@@ -347,8 +347,9 @@ export function createStreamDurability<TChunk = any>(
         let deadline = false;
         if (empty) {
           deadlineAt ??= Date.now() + deadlineMs;
-          if (deadlineAt - Date.now() <= timeoutMs) {
-            timeoutMs = deadlineAt - Date.now();
+          const left = deadlineAt - Date.now();
+          if (left <= timeoutMs) {
+            timeoutMs = left;
             deadline = true;
           }
         }
