@@ -61,6 +61,7 @@ edition-expected:
 	rm -rf $(EDITION_EXPECTED)
 	mkdir -p $(EDITION_EXPECTED)/regress/expected $(EDITION_EXPECTED)/isolation/expected
 	ln -s $(CURDIR)/sql $(EDITION_EXPECTED)/regress/sql
+	ln -s $(CURDIR)/src $(EDITION_EXPECTED)/regress/src
 	ln -s $(CURDIR)/test/specs $(EDITION_EXPECTED)/isolation/specs
 	cp expected/*.out $(EDITION_EXPECTED)/regress/expected/
 	cp test/expected/*.out $(EDITION_EXPECTED)/isolation/expected/

@@ -17,6 +17,8 @@
 #   pg_tle  the SQL edition as a pg_tle registration: after it,
 #           CREATE EXTENSION sandbox_store and ALTER EXTENSION ... UPDATE work
 #
+# The checks a script of the SQL edition runs before it changes anything
+# are parts too, parts/preflight/SCRIPT.sql (preflight, below).
 # A part NAME is parts/NAME.sql, or the directory parts/NAME (sql-edition,
 # checkpoints, runs: one function per file), whose *.sql files are taken in
 # name order (as bytes: helpers, whose names start with an underscore, come
@@ -49,6 +51,12 @@ if [ -z "$c_class" ]; then
 	exit 1
 fi
 c_class=$((c_class))
+
+# preflight NAME [FROM]: a script's checks before it changes anything, the
+# DO block parts/preflight/NAME.sql with @VERSION@ (and @FROM@) put in.
+preflight() {
+	sed -e "s/@VERSION@/$version/g" -e "s/@FROM@/${2:-}/g" "$parts/preflight/$1.sql"
+}
 
 # part NAME: the text of the part NAME (a file, or a directory's files in
 # name order, a blank line after each).  One part is made, not written:
@@ -148,31 +156,9 @@ BEGIN;
 SET LOCAL search_path = pg_catalog, pg_temp;
 SET LOCAL client_min_messages = warning;
 
-DO \$\$
-DECLARE
-    current pg_catalog.text;
-BEGIN
-    IF EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'sandbox_store') THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'wrong_object_type',
-            MESSAGE = 'sandbox_store is installed as an extension in this database',
-            HINT = 'Update it with ALTER EXTENSION sandbox_store UPDATE TO ''$version''.';
-    END IF;
-    IF pg_catalog.to_regprocedure('sandbox_store.edition()') IS NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'undefined_object',
-            MESSAGE = 'this database has no plain script of sandbox_store',
-            HINT = 'Install sandbox_store-$version.sql instead.';
-    END IF;
-    SELECT e.version INTO current FROM sandbox_store.edition() e;
-    IF current OPERATOR(pg_catalog.<>) '$from' THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'object_not_in_prerequisite_state',
-            MESSAGE = pg_catalog.format('this script updates sandbox_store from $from, but the database has %s', current),
-            HINT = 'Run the update scripts from the installed version on, one after the other.';
-    END IF;
-END
-\$\$;
+EOF
+	preflight plain-update "$from"
+	cat <<EOF
 
 EOF
 	expand "$in" "$version" 1 | sed -e '/pg_extension_config_dump/d' -e '/^\\echo /d'
@@ -215,51 +201,9 @@ SET LOCAL client_min_messages = warning;
 
 -- One edition per database: refuse when sandbox_store is installed as an
 -- extension (the C edition, or the SQL edition through pg_tle).
-DO \$\$
-DECLARE
-    installed pg_catalog.text;
-    language pg_catalog.name;
-    owner_name pg_catalog.name;
-BEGIN
-    SELECT e.extversion INTO installed
-      FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'sandbox_store';
-    IF installed IS NOT NULL THEN
-        SELECT l.lanname INTO language
-          FROM pg_catalog.pg_proc p
-          JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-          JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
-         WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store' AND p.proname OPERATOR(pg_catalog.=) 'sandbox_get';
-        RAISE EXCEPTION USING
-            ERRCODE = 'duplicate_object',
-            MESSAGE = 'sandbox_store is already installed in this database',
-            DETAIL = pg_catalog.format('Extension sandbox_store %s is installed (%s).', installed,
-                                       CASE WHEN language OPERATOR(pg_catalog.=) 'c' THEN 'the C edition'
-                                            ELSE 'the SQL edition, through pg_tle' END),
-            HINT = 'Keep one edition per database: use ALTER EXTENSION sandbox_store UPDATE to change its version.';
-    END IF;
-    -- The script makes two schemas: the role needs CREATE on the database.
-    IF NOT pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE') THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'insufficient_privilege',
-            MESSAGE = pg_catalog.format('role %I cannot create schemas in database %I', CURRENT_USER, pg_catalog.current_database()),
-            DETAIL = 'The plain script makes the schemas sandbox_store and sandbox_store_internal, which needs the CREATE privilege on the database.',
-            HINT = 'Run it as the database owner, or as a role that was granted CREATE on the database (GRANT CREATE ON DATABASE ... TO ...).';
-    END IF;
-    -- A schema sandbox_store this role cannot create in: most often the
-    -- empty one DROP EXTENSION leaves (CREATE EXTENSION made it, owned by
-    -- the role that created the extension).
-    SELECT r.rolname INTO owner_name
-      FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
-     WHERE n.nspname OPERATOR(pg_catalog.=) 'sandbox_store';
-    IF owner_name IS NOT NULL AND NOT pg_catalog.has_schema_privilege('sandbox_store', 'CREATE') THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'insufficient_privilege',
-            MESSAGE = pg_catalog.format('schema sandbox_store already exists and role %I cannot create in it', CURRENT_USER),
-            DETAIL = pg_catalog.format('It belongs to role %I.  DROP EXTENSION sandbox_store leaves the schema that CREATE EXTENSION made.', owner_name),
-            HINT = 'If it is empty, drop it as its owner or a superuser (DROP SCHEMA sandbox_store) and run this script again, as the reference''s "Moving between editions" describes.';
-    END IF;
-END
-\$\$;
+EOF
+	preflight plain
+	cat <<EOF
 
 CREATE SCHEMA IF NOT EXISTS sandbox_store;
 
@@ -294,44 +238,15 @@ SET LOCAL search_path = pg_catalog, pg_temp;
 -- pg_tle is an extension of each database, and registering needs the
 -- privileges of pgtle_admin: say so before anything else fails for want of
 -- either.
-DO \$\$
-DECLARE
-    admin pg_catalog.bool := pg_catalog.to_regrole('pgtle_admin') IS NOT NULL;
-BEGIN
-    IF pg_catalog.to_regnamespace('pgtle') IS NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'undefined_object',
-            MESSAGE = pg_catalog.format('pg_tle is not installed in database "%s"', pg_catalog.current_database()),
-            DETAIL = 'The SQL edition is registered with pg_tle, and pg_tle is created per database: CREATE EXTENSION pg_tle in another database does not count.',
-            HINT = 'Run CREATE EXTENSION pg_tle in this database, as a role that may create it (pg_tle must also be in shared_preload_libraries), then run this script again.';
-    END IF;
-    IF admin THEN
-        admin := pg_catalog.pg_has_role('pgtle_admin'::pg_catalog.name, 'USAGE');
-    END IF;
-    IF NOT admin THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'insufficient_privilege',
-            MESSAGE = 'permission denied to register sandbox_store with pg_tle',
-            DETAIL = pg_catalog.format('Registering an extension with pg_tle needs the privileges of the role pgtle_admin, and role "%s" does not have them.', CURRENT_USER),
-            HINT = pg_catalog.format('Run this script as a role that has pgtle_admin, or have a role that may grant it run: GRANT pgtle_admin TO %I;', CURRENT_USER);
-    END IF;
-END
-\$\$;
+EOF
+	preflight pg_tle-admin
+	cat <<EOF
 
 -- One edition per server: pg_tle cannot register a name the C edition's
 -- control file already uses.
-DO \$\$
-BEGIN
-    IF EXISTS (SELECT FROM pg_catalog.pg_available_extensions a WHERE a.name OPERATOR(pg_catalog.=) 'sandbox_store')
-       AND NOT EXISTS (SELECT FROM pgtle.available_extensions() a WHERE a.name OPERATOR(pg_catalog.=) 'sandbox_store') THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'duplicate_object',
-            MESSAGE = 'the C edition of sandbox_store is installed on this server',
-            DETAIL = 'The server has the control file of the C edition, so pg_tle cannot register the SQL edition under the same name.',
-            HINT = 'Use the C edition: CREATE EXTENSION sandbox_store.';
-    END IF;
-END
-\$\$;
+EOF
+	preflight pg_tle-edition
+	cat <<EOF
 
 DO \$_register_\$
 DECLARE
