@@ -33,6 +33,19 @@
 #                           sb_cmd
 #   sb_suite_line I [ARG...]   prints "NAME: COMMAND ARG..." (each word
 #                           quoted as bash would need it): the dry run's line
+#   sb_run_suites [OPTION...]   the one loop of run-tests.sh and
+#                           version-suites.sh: runs the suites of sb_plan in
+#                           order, from the current directory, goes on past a
+#                           failing one and returns 1 if any failed.  It
+#                           prints (printf formats; a line each; none unless
+#                           given): --start FMT (NAME COMMAND) before a suite,
+#                           --ok FMT or --failed FMT (NAME SECONDS) after it,
+#                           a failed one's regression.diffs next (and with
+#                           --keep-tap-logs, its tmp_check/log copied to
+#                           log_of_failed_NAME), at the end --failures FMT
+#                           (the names failed) if any failed, --totals FMT
+#                           (PASSED FAILED).  SB_DRY_RUN set: it prints each
+#                           suite's sb_suite_line and runs nothing.
 #
 # test/suites.plan is what the three scripts print with SB_DRY_RUN=1 (make
 # suites-plan writes it, make lint compares).
@@ -102,6 +115,49 @@ sb_suite_line() {
   printf '%s:' "${sb_suite_names[i]}"
   printf ' %q' "${sb_cmd[@]}" "$@"
   echo
+}
+
+# shellcheck disable=SC2059  # the formats are the caller's, for sb_run_suites
+sb_run_suites() {
+  local start='' ok='' failed='' failures='' totals='' keep_logs='' i name t f passed=0 names=()
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --start) start=$2; shift 2 ;;
+    --ok) ok=$2; shift 2 ;;
+    --failed) failed=$2; shift 2 ;;
+    --failures) failures=$2; shift 2 ;;
+    --totals) totals=$2; shift 2 ;;
+    --keep-tap-logs) keep_logs=1; shift ;;
+    *) fail "sb_run_suites: no option $1" ;;
+    esac
+  done
+  if [ -n "${SB_DRY_RUN:-}" ]; then
+    for i in "${sb_plan[@]}"; do sb_suite_line "$i"; done
+    return 0
+  fi
+  for i in "${sb_plan[@]}"; do
+    name=${sb_suite_names[i]}
+    sb_suite_cmd "$i"
+    [ -z "$start" ] || printf "$start\n" "$name" "${sb_cmd[*]}"
+    t=$SECONDS
+    if "${sb_cmd[@]}"; then
+      passed=$((passed + 1))
+      [ -z "$ok" ] || printf "$ok\n" "$name" $((SECONDS - t))
+      continue
+    fi
+    names+=("$name")
+    [ -z "$failed" ] || printf "$failed\n" "$name" $((SECONDS - t))
+    for f in regression.diffs output_iso/regression.diffs; do
+      if [ -s "$f" ]; then echo "--- $f"; cat "$f"; fi
+    done
+    # Later TAP suites start by removing tmp_check: keep this one's logs.
+    if [ -n "$keep_logs" ] && [ -d tmp_check/log ] && cp -r tmp_check/log "log_of_failed_$name"; then
+      echo "--- TAP logs kept in $(pwd)/log_of_failed_$name"
+    fi
+  done
+  [ ${#names[@]} -eq 0 ] || [ -z "$failures" ] || printf "$failures\n" "${names[*]}"
+  [ -z "$totals" ] || printf "$totals\n" "$passed" ${#names[@]}
+  [ ${#names[@]} -eq 0 ]
 }
 
 # The Perl TAP tests that need no package beyond the server: 005 needs

@@ -14,25 +14,6 @@ set -uo pipefail
 . "$sb_top/test/scripts/suites.sh"
 
 sb_suites "version${SB_CITUS:+ version-citus}"
-plan=("${sb_plan[@]}")
-if [ -n "${SB_DRY_RUN:-}" ]; then
-  for i in "${plan[@]}"; do sb_suite_line "$i"; done
-  exit 0
-fi
-
-failed=()
-for i in "${plan[@]}"; do
-  name=$(sb_suite_name "$i")
-  sb_suite_cmd "$i"
-  start=$SECONDS
-  if "${sb_cmd[@]}"; then
-    echo "version-suites: $name ok ($((SECONDS - start)) s)"
-  else
-    echo "version-suites: $name FAILED ($((SECONDS - start)) s)"
-    failed+=("$name")
-    for f in regression.diffs output_iso/regression.diffs; do
-      [ -s "$f" ] && { echo "--- $f"; cat "$f"; }
-    done
-  fi
-done
-[ ${#failed[@]} -eq 0 ] || { echo "version-suites: failed: ${failed[*]}"; exit 1; }
+# (The loop is suites.sh's, shared with run-tests.sh.)
+sb_run_suites --ok 'version-suites: %s ok (%s s)' --failed 'version-suites: %s FAILED (%s s)' \
+  --failures 'version-suites: failed: %s'
