@@ -29,8 +29,7 @@
 #                           of those runs (space-separated) on MAJOR, in
 #                           order (with SB_SUITES set, a space-separated list
 #                           of names: only those)
-#   sb_suite_name I, sb_suite_cmd I   its name; its COMMAND, as the array
-#                           sb_cmd
+#   sb_suite_cmd I          suite I's COMMAND, as the array sb_cmd
 #   sb_suite_line I [ARG...]   prints "NAME: COMMAND ARG..." (each word
 #                           quoted as bash would need it): the dry run's line
 #   sb_run_suites [OPTION...]   the one loop of run-tests.sh and
@@ -103,7 +102,6 @@ sb_suites() {
   done
 }
 
-sb_suite_name() { printf '%s\n' "${sb_suite_names[$1]}"; }
 sb_suite_cmd() {
   local -n sb_src="sb_suite_cmd_$1"
   sb_cmd=("${sb_src[@]}")
