@@ -29,6 +29,7 @@
 # any version failed.  Outputs of a failed version are kept and named.
 # SB_SUITES as in run-tests.sh; SB_DRY_RUN set: print each version's suites
 # ("PostgreSQL MAJOR: NAME: COMMAND"), build and run nothing.
+# SB_MATRIX_SKIP_BASE set: leave out the base version (below).
 set -uo pipefail
 
 # shellcheck source=test/scripts/lib.sh
@@ -45,6 +46,13 @@ base_bindir=$("$base_pgc" --bindir) base_sharedir=$("$base_pgc" --sharedir)
 base_major=$("$base_pgc" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
 as_postgres=()
 [ "$(id -u)" = 0 ] && as_postgres=(runuser -u postgres --)
+# SB_MATRIX_SKIP_BASE set (make test, whose run-tests.sh has run every
+# suite on the base server already): the base version is left out.
+if [ -n "${SB_MATRIX_SKIP_BASE:-}" ]; then
+  kept=()
+  for major in "${versions[@]}"; do [ "$major" = "$base_major" ] || kept+=("$major"); done
+  versions=("${kept[@]}")
+fi
 
 if [ -n "${SB_DRY_RUN:-}" ]; then
   # (No server is built: the citus suite runs where build-citus.sh installs
