@@ -36,6 +36,9 @@
 # lock's class in pg_locks (@KEY_LOCK_CLASS@, in the view key_locks) differs:
 # the C edition's own objsubid, SB_LOCK_CLASS of src/sandbox_store.h (read
 # from there, so it is written once), pg_advisory_xact_lock(bigint)'s 1.
+# Both editions' limit of a record's text values and of a run id
+# (@MAX_TEXT_BYTES@) is SB_MAX_TEXT_BYTES of src/sandbox_store.h, read
+# from there too; @VERSION@ is the version built.
 # The SQL edition's update scripts are
 # src/sql/sql-edition/sandbox_store--FROM--TO.sql.in (those of released
 # versions kept as built, sandbox_store--FROM--TO.sql): the pg_tle
@@ -54,6 +57,16 @@ if [ -z "$c_class" ]; then
 	exit 1
 fi
 c_class=$((c_class))
+# The limit of a record's text values and of a run id, 1..N bytes
+# (@MAX_TEXT_BYTES@ in the parts): SB_MAX_TEXT_BYTES of src/sandbox_store.h,
+# read from there as the lock class is.  The checkpoint store's limits (a
+# checkpoint id, a blob key: 1024; a thread id: 1000) are its own, written
+# in its parts as checkpoint_check.c writes them.
+max_text=$(sed -n 's/^#define SB_MAX_TEXT_BYTES \([0-9][0-9]*\)$/\1/p' "$(dirname "$0")/../sandbox_store.h")
+if [ -z "$max_text" ]; then
+	echo "build.sh: no #define SB_MAX_TEXT_BYTES N in src/sandbox_store.h" >&2
+	exit 1
+fi
 
 # preflight NAME [FROM]: a script's checks before it changes anything, the
 # DO block parts/sql-edition/preflight/NAME.sql with @VERSION@ (and @FROM@)
@@ -164,7 +177,7 @@ body() {
 	for f in $files; do
 		part "$f"
 		echo
-	done | sed -e "s/@KEY_LOCK_CLASS@/$class/g" -e "s/@VERSION@/$version/g"
+	done | sed -e "s/@KEY_LOCK_CLASS@/$class/g" -e "s/@MAX_TEXT_BYTES@/$max_text/g" -e "s/@VERSION@/$version/g"
 }
 
 # expand FILE.in VERSION CLASS: FILE.in with its @include and @replace lines
@@ -176,7 +189,7 @@ expand() {
 		"-- @replace "*) part "${line#-- @replace }" | sed -e 's/^CREATE FUNCTION /CREATE OR REPLACE FUNCTION /' ;;
 		*) printf '%s\n' "$line" ;;
 		esac
-	done <"$1" | sed -e "s/@KEY_LOCK_CLASS@/$3/g" -e "s/@VERSION@/$2/g"
+	done <"$1" | sed -e "s/@KEY_LOCK_CLASS@/$3/g" -e "s/@MAX_TEXT_BYTES@/$max_text/g" -e "s/@VERSION@/$2/g"
 }
 
 case $edition in
