@@ -9,10 +9,11 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 EXT_VERSION := $(shell sed -n "s/^default_version = '\\(.*\\)'$$/\\1/p" $(EXTENSION).control)
 # The install script of the current version, and the update scripts with an
 # .sql.in, are put together from src/sql/parts by src/sql/build.sh
-# (src/sql/editions.mk); older scripts are kept as written.
+# (src/sql/editions.mk); the released versions' scripts are kept as written,
+# in src/sql/released.
 DATA_built = src/sql/$(EXTENSION)--$(EXT_VERSION).sql \
 	$(patsubst %.sql.in,%.sql,$(wildcard src/sql/$(EXTENSION)--*--*.sql.in))
-DATA = $(filter-out $(DATA_built),$(wildcard src/sql/$(EXTENSION)--*.sql))
+DATA = $(wildcard src/sql/released/$(EXTENSION)--*.sql)
 PGFILEDESC = "sandbox_store - durable sandbox instance store and per-key lock"
 
 # The library's version is the control file's (src/sandbox_store.h, SB_LIBRARY_VERSION).

@@ -4,7 +4,8 @@
 # V (X.Y, or X.Y.Z for a release that fixes X.Y) in sandbox_store.control;
 # then
 #
-#   src/sql/sandbox_store--V.sql     exists, or src/sql/build.sh that makes it
+#   src/sql/released/sandbox_store--V.sql
+#                                    exists, or src/sql/build.sh that makes it
 #   META.json                        version and provides.sandbox_store.version
 #                                    are V as a semantic version (X.Y.0, or
 #                                    X.Y.Z), and the file follows the PGXN
@@ -56,8 +57,8 @@ v=$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" sandbox_store.control)
 semver=$v
 [[ $v =~ ^[0-9]+\.[0-9]+$ ]] && semver=$v.0
 # (kept as written, or put together from src/sql/parts by the build)
-[ -f "src/sql/sandbox_store--$v.sql" ] || [ -x src/sql/build.sh ] ||
-  problem "src/sql/sandbox_store--$v.sql (the install script of $v) is missing, and src/sql/build.sh that makes it"
+[ -f "src/sql/released/sandbox_store--$v.sql" ] || [ -x src/sql/build.sh ] ||
+  problem "src/sql/released/sandbox_store--$v.sql (the install script of $v) is missing, and src/sql/build.sh that makes it"
 
 # 2. CHANGELOG.md: its newest heading.
 heading=$(grep -m1 '^## ' CHANGELOG.md || true)

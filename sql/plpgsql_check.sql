@@ -43,25 +43,25 @@ SELECT p.oid::regprocedure AS function, c.lineno, c.level, c.sqlstate, c.message
                ('sandbox_store_internal._cutoff(interval)', '42804'))
  ORDER BY 1, 2, 5;
 -- The checks the SQL edition's scripts run before they change anything
--- (src/sql/parts/preflight: DO blocks, which plpgsql_check cannot reach),
+-- (src/sql/parts/sql-edition/preflight: DO blocks, which plpgsql_check cannot reach),
 -- each made a function of pg_temp from its part and checked the same way.
 -- Known and kept: pg_tle-edition's 3F000 where pg_tle is not installed (its
 -- query of pgtle.available_extensions() runs only after pg_tle's own check).
 \set ECHO none
 \getenv abs_srcdir PG_ABS_SRCDIR
-\set part :abs_srcdir '/src/sql/parts/preflight/plain.sql'
+\set part :abs_srcdir '/src/sql/parts/sql-edition/preflight/plain.sql'
 \set body `sed -e 's/@VERSION@/0/g' -e 's/@FROM@/0/g' :'part'`
 SELECT format('CREATE FUNCTION pg_temp.preflight_plain() RETURNS void LANGUAGE plpgsql AS %s',
               regexp_replace(:'body', '^DO (.*);$', '\1')) \gexec
-\set part :abs_srcdir '/src/sql/parts/preflight/plain-update.sql'
+\set part :abs_srcdir '/src/sql/parts/sql-edition/preflight/plain-update.sql'
 \set body `sed -e 's/@VERSION@/0/g' -e 's/@FROM@/0/g' :'part'`
 SELECT format('CREATE FUNCTION pg_temp.preflight_plain_update() RETURNS void LANGUAGE plpgsql AS %s',
               regexp_replace(:'body', '^DO (.*);$', '\1')) \gexec
-\set part :abs_srcdir '/src/sql/parts/preflight/pg_tle-admin.sql'
+\set part :abs_srcdir '/src/sql/parts/sql-edition/preflight/pg_tle-admin.sql'
 \set body `sed -e 's/@VERSION@/0/g' -e 's/@FROM@/0/g' :'part'`
 SELECT format('CREATE FUNCTION pg_temp.preflight_pg_tle_admin() RETURNS void LANGUAGE plpgsql AS %s',
               regexp_replace(:'body', '^DO (.*);$', '\1')) \gexec
-\set part :abs_srcdir '/src/sql/parts/preflight/pg_tle-edition.sql'
+\set part :abs_srcdir '/src/sql/parts/sql-edition/preflight/pg_tle-edition.sql'
 \set body `sed -e 's/@VERSION@/0/g' -e 's/@FROM@/0/g' :'part'`
 SELECT format('CREATE FUNCTION pg_temp.preflight_pg_tle_edition() RETURNS void LANGUAGE plpgsql AS %s',
               regexp_replace(:'body', '^DO (.*);$', '\1')) \gexec

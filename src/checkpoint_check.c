@@ -6,9 +6,9 @@
  *	  sandbox_store.max_checkpoint_bytes, its ids (SBC07), fields and entries
  *	  (SBC08), in one pass over the jsonb, and the blob keys it points to.
  *
- * The rest of the checkpoint store is SQL (src/sql/parts/checkpoints/);
+ * The rest of the checkpoint store is SQL (src/sql/parts/shared/checkpoints/);
  * the SQL edition has a PL/pgSQL function of the same name and contract
- * (src/sql/parts/checkpoint-check-sql.sql).  The checks, their order (the
+ * (src/sql/parts/sql-edition/checkpoint_check._checkpoint_check.sql).  The checks, their order (the
  * first bad file entry in array order, then a path listed twice, then an
  * entry beneath a file, then the artifacts in order) and every message are
  * the same in both, as docs/reference.md "Sandbox checkpoints" documents

@@ -4,9 +4,9 @@
  *	  The C edition's run_log_append: chunks appended to a run's log as its
  *	  next entries, fenced by the run's driver epoch.
  *
- * The rest of the runs and their logs is SQL (src/sql/parts/runs/); the SQL
- * edition's run_log_append is PL/pgSQL of the same contract
- * (src/sql/parts/run-log-append-sql.sql).  This one is C because the
+ * The rest of the runs and their logs is SQL (src/sql/parts/shared/runs/); the
+ * SQL edition's run_log_append is PL/pgSQL of the same contract
+ * (src/sql/parts/sql-edition/run_log.run_log_append.sql).  This one is C because the
  * append is the hot path of a durable run and a benchmark shows the
  * difference (BENCHMARKS.md, "Run logs"): the checks read the jsonb once,
  * the three statements are prepared once per backend, and the seqs are

@@ -45,7 +45,7 @@ void _PG_init(void);
 
 /*
  * sandbox_store.max_checkpoint_bytes: the largest checkpoint the checkpoint
- * functions (SQL, src/sql/parts/checkpoints/) work on.  Defined here so
+ * functions (SQL, src/sql/parts/shared/checkpoints/) work on.  Defined here so
  * that it has a type, a unit and who may set it (superusers); the checkpoint
  * functions read it through sandbox_store_internal._max_checkpoint_bytes(),
  * below (checkpoint_check.c reads the variable), never with current_setting: in a session that has not loaded the

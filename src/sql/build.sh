@@ -17,22 +17,28 @@
 #   pg_tle  the SQL edition as a pg_tle registration: after it,
 #           CREATE EXTENSION sandbox_store and ALTER EXTENSION ... UPDATE work
 #
-# The checks a script of the SQL edition runs before it changes anything
-# are parts too, parts/preflight/SCRIPT.sql (preflight, below).
-# A part NAME is parts/NAME.sql, or the directory parts/NAME (sql-edition,
-# checkpoints, runs: one function per file), whose *.sql files are taken in
-# name order (as bytes: helpers, whose names start with an underscore, come
-# first; in sql-edition a group prefix, args. claims. ..., comes before that).
-# Other files of a directory (its README.md) are not taken.  The conventions
-# every function part follows are in parts/README.md.
+# The parts are in three places: parts/shared (both editions), parts/c-edition
+# and parts/sql-edition (one edition's only).  A part NAME is parts/NAME.sql,
+# a directory parts/NAME (shared/checkpoints, shared/runs: one function per
+# file), whose *.sql files are taken in name order (as bytes: helpers, whose
+# names start with an underscore, come first), or sql-edition/functions: the
+# SQL edition's functions, parts/sql-edition/GROUP.FUNCTION.sql, in the
+# order of the list sql_functions below.  The checks a script of the SQL
+# edition runs before it changes anything are parts too,
+# parts/sql-edition/preflight/SCRIPT.sql (preflight, below).  The
+# conventions every function part follows, and the map of the SQL edition's
+# groups to the C files, are in parts/README.md.
 #
 # The editions share the schema, the comments, distribute() and the grants;
-# each has its own functions (functions-c.sql, the directory sql-edition).  The C
+# each has its own functions (c-edition/functions.sql, sql-edition/).  The C
 # edition also has the guard, the event trigger and its function (an event
 # trigger needs a superuser); both have unsupported_changes().  The key
 # lock's class in pg_locks (@KEY_LOCK_CLASS@, in the view key_locks) differs:
 # the C edition's own objsubid, SB_LOCK_CLASS of src/sandbox_store.h (read
 # from there, so it is written once), pg_advisory_xact_lock(bigint)'s 1.
+# Both editions' limit of a record's text values and of a run id
+# (@MAX_TEXT_BYTES@) is SB_MAX_TEXT_BYTES of src/sandbox_store.h, read
+# from there too; @VERSION@ is the version built.
 # The SQL edition's update scripts are
 # src/sql/sql-edition/sandbox_store--FROM--TO.sql.in (those of released
 # versions kept as built, sandbox_store--FROM--TO.sql): the pg_tle
@@ -51,19 +57,66 @@ if [ -z "$c_class" ]; then
 	exit 1
 fi
 c_class=$((c_class))
+# The limit of a record's text values and of a run id, 1..N bytes
+# (@MAX_TEXT_BYTES@ in the parts): SB_MAX_TEXT_BYTES of src/sandbox_store.h,
+# read from there as the lock class is.  The checkpoint store's limits (a
+# checkpoint id, a blob key: 1024; a thread id: 1000) are its own, written
+# in its parts as checkpoint_check.c writes them.
+max_text=$(sed -n 's/^#define SB_MAX_TEXT_BYTES \([0-9][0-9]*\)$/\1/p' "$(dirname "$0")/../sandbox_store.h")
+if [ -z "$max_text" ]; then
+	echo "build.sh: no #define SB_MAX_TEXT_BYTES N in src/sandbox_store.h" >&2
+	exit 1
+fi
 
 # preflight NAME [FROM]: a script's checks before it changes anything, the
-# DO block parts/preflight/NAME.sql with @VERSION@ (and @FROM@) put in.
+# DO block parts/sql-edition/preflight/NAME.sql with @VERSION@ (and @FROM@)
+# put in.
 preflight() {
-	sed -e "s/@VERSION@/$version/g" -e "s/@FROM@/${2:-}/g" "$parts/preflight/$1.sql"
+	sed -e "s/@VERSION@/$version/g" -e "s/@FROM@/${2:-}/g" "$parts/sql-edition/preflight/$1.sql"
 }
+
+# The SQL edition's functions (part sql-edition/functions), each
+# parts/sql-edition/GROUP.FUNCTION.sql, GROUP named after the C file that
+# holds the same entry points (parts/README.md), in the order the install
+# script makes them: a LANGUAGE sql function after those it calls
+# (keys._try_writer_lock after locks._lock_id); PL/pgSQL bodies are checked
+# only when they run.
+# The order is the install script's text: changing it changes the script.
+# Two of the directory's files are parts of their own, made elsewhere in the
+# script: checkpoint_check._checkpoint_check and run_log.run_log_append.
+sql_functions="
+args._bad_text args._check_fence_arg args._check_interval args._check_record_args
+args._cutoff args._interval_parts sandbox_store._max_checkpoint_bytes args._null_arg
+args._refuse_on_standby args._snapshot_isolation
+claims._changed claims._claim_lost keys._draw_claim_fence fences._draw_fence
+fences._keep_fence claims._probe_hidden claims._retire
+keys.sandbox_claim keys.sandbox_release keys.sandbox_renew
+ensure.sandbox_ensure
+locks._lock locks._lock_id take._lock_timeout_deadline take._lock_within
+take._not_obtained take._take take._try_take keys._try_writer_lock
+keys.sandbox_lock locks.sandbox_lock_holder locks.sandbox_lock_id keys.sandbox_try_lock
+reap._reap_candidates reap.sandbox_reap
+store._check_fence store._current_record store._upsert store.sandbox_delete
+store.sandbox_get store.sandbox_list store.sandbox_upsert store.sandbox_upsert_release
+"
+# Every file of parts/sql-edition is taken, and each once.
+sql_edition_files=$(for f in $sql_functions checkpoint_check._checkpoint_check run_log.run_log_append; do echo "$f.sql"; done | LC_ALL=C sort)
+if [ "$sql_edition_files" != "$(cd "$parts/sql-edition" && find . -maxdepth 1 -type f -name '*.sql' | sed 's|^\./||' | LC_ALL=C sort)" ]; then
+	echo "build.sh: the files of parts/sql-edition are not those of sql_functions (and checkpoint_check._checkpoint_check, run_log.run_log_append), each once" >&2
+	exit 1
+fi
 
 # part NAME: the text of the part NAME (a file, or a directory's files in
 # name order, a blank line after each).  One part is made, not written:
-# run-log-append-3-sql (below).
+# sql-edition/run_log.run_log_append-3 (below).
 part() {
-	if [ "$1" = run-log-append-3-sql ]; then
+	if [ "$1" = sql-edition/run_log.run_log_append-3 ]; then
 		append3
+	elif [ "$1" = sql-edition/functions ]; then
+		for f in $sql_functions; do
+			cat "$parts/sql-edition/$f.sql"
+			echo
+		done
 	elif [ -d "$parts/$1" ]; then
 		for f in $(find "$parts/$1" -maxdepth 1 -type f -name '*.sql' | LC_ALL=C sort); do
 			cat "$f"
@@ -78,10 +131,13 @@ part() {
 }
 
 # append3: the SQL edition's run_log_append without notify (its only form
-# before 1.7.0), made from the one with notify (run-log-append-sql.sql) with
-# notify true written in: the same body, no argument check of notify, no
-# wrapper's call in between.  Each of the four changes must apply exactly
-# once, or the build fails.
+# before 1.7.0), made from the one with notify
+# (sql-edition/run_log.run_log_append.sql) with notify true written in: the
+# same body, no argument check of notify, no wrapper's call in between.
+# Each of the four changes must apply exactly once, or the build fails.  (The
+# comment it writes, and a few parts' own comments, still name parts by
+# their names before parts/ had shared/, c-edition/ and sql-edition/: they
+# are text of the built scripts, which that layout left as they were.)
 append3() {
 	awk '
 		/^-- The SQL edition.s run_log_append \(the C edition.s is C/ && !h {
@@ -99,20 +155,29 @@ append3() {
 		drop { if ($0 ~ /^    END IF;$/) drop = 0; next }
 		/^    IF v_watched AND run_log_append.notify THEN$/ { print "    IF v_watched THEN"; w++; next }
 		{ print }
-		END { if (!h || e != 2 || n != 1 || w != 1) { print "build.sh: run-log-append-sql.sql is not as append3 expects" > "/dev/stderr"; exit 1 } }
-	' "$parts/run-log-append-sql.sql"
+		END { if (!h || e != 2 || n != 1 || w != 1) { print "build.sh: sql-edition/run_log.run_log_append.sql is not as append3 expects" > "/dev/stderr"; exit 1 } }
+	' "$parts/sql-edition/run_log.run_log_append.sql"
 }
 
 # The extension's objects, for the edition's functions.
 body() {
 	case $1 in
-	c) class=$c_class files="schema internal-schema key-locks edition functions-c internal-c checkpoint-tables checkpoints run-tables runs comments distribute guard-changes guard event-trigger grants" ;;
-	*) class=1 files="schema internal-schema key-locks edition sql-edition checkpoint-check-sql checkpoint-tables checkpoints run-tables runs run-log-append-sql run-log-append-3-sql comments distribute guard-changes grants" ;;
+	c) class=$c_class files="shared/schema shared/internal-schema shared/key-locks shared/edition
+		c-edition/functions c-edition/internal
+		shared/checkpoint-tables shared/checkpoints shared/run-tables shared/runs
+		shared/comments shared/distribute shared/guard-changes c-edition/guard c-edition/event-trigger
+		shared/grants" ;;
+	*) class=1 files="shared/schema shared/internal-schema shared/key-locks shared/edition
+		sql-edition/functions sql-edition/checkpoint_check._checkpoint_check
+		shared/checkpoint-tables shared/checkpoints shared/run-tables shared/runs
+		sql-edition/run_log.run_log_append sql-edition/run_log.run_log_append-3
+		shared/comments shared/distribute shared/guard-changes
+		shared/grants" ;;
 	esac
 	for f in $files; do
 		part "$f"
 		echo
-	done | sed -e "s/@KEY_LOCK_CLASS@/$class/g" -e "s/@VERSION@/$version/g"
+	done | sed -e "s/@KEY_LOCK_CLASS@/$class/g" -e "s/@MAX_TEXT_BYTES@/$max_text/g" -e "s/@VERSION@/$version/g"
 }
 
 # expand FILE.in VERSION CLASS: FILE.in with its @include and @replace lines
@@ -124,7 +189,7 @@ expand() {
 		"-- @replace "*) part "${line#-- @replace }" | sed -e 's/^CREATE FUNCTION /CREATE OR REPLACE FUNCTION /' ;;
 		*) printf '%s\n' "$line" ;;
 		esac
-	done <"$1" | sed -e "s/@KEY_LOCK_CLASS@/$3/g" -e "s/@VERSION@/$2/g"
+	done <"$1" | sed -e "s/@KEY_LOCK_CLASS@/$3/g" -e "s/@MAX_TEXT_BYTES@/$max_text/g" -e "s/@VERSION@/$2/g"
 }
 
 case $edition in

@@ -8,8 +8,8 @@
 # has no server development files): then PGXS, which sets srcdir, is not
 # included, and the sources are in the current directory.
 EDITION_SRCDIR = $(or $(srcdir),.)
-EDITION_SOURCES = $(EDITION_SRCDIR)/src/sql/build.sh $(wildcard $(EDITION_SRCDIR)/src/sql/parts/*.sql) \
-	$(wildcard $(EDITION_SRCDIR)/src/sql/parts/*/*.sql) \
+EDITION_SOURCES = $(EDITION_SRCDIR)/src/sql/build.sh $(wildcard $(EDITION_SRCDIR)/src/sql/parts/*/*.sql) \
+	$(wildcard $(EDITION_SRCDIR)/src/sql/parts/*/*/*.sql) \
 	$(wildcard $(EDITION_SRCDIR)/src/sql/sql-edition/*.sql.in $(EDITION_SRCDIR)/src/sql/sql-edition/*.sql) \
 	$(EDITION_SRCDIR)/$(EXTENSION).control \
 	$(EDITION_SRCDIR)/src/sandbox_store.h

@@ -137,7 +137,7 @@ check_deb() {
   expected=$(
     echo "usr/lib/postgresql/$major/lib/sandbox_store.so"
     echo "usr/share/postgresql/$major/extension/sandbox_store.control"
-    for f in "$src"/src/sql/sandbox_store--*.sql; do echo "usr/share/postgresql/$major/extension/${f##*/}"; done
+    for f in "$src"/src/sql/released/sandbox_store--*.sql; do echo "usr/share/postgresql/$major/extension/${f##*/}"; done
     # and the scripts the build puts together from src/sql/parts
     for f in "$src"/src/sql/sandbox_store--*.sql.in; do n=${f##*/}; echo "usr/share/postgresql/$major/extension/${n%.in}"; done
     echo "usr/share/postgresql/$major/extension/sandbox_store--$(sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" "$src/sandbox_store.control").sql"

@@ -138,7 +138,8 @@ export interface EnsureGetRow extends RecordRow {
 
 /**
  * Whether the database can hold a record of `key` at all: a non-empty
- * string of at most 1024 bytes of UTF-8 without NUL (the extension's rule).
+ * string of at most 1024 bytes of UTF-8 without NUL (the extension's rule:
+ * SB_MAX_TEXT_BYTES of src/sandbox_store.h).
  */
 export function storableKey(key: unknown): key is string {
   return typeof key === 'string' && key.length > 0 && !key.includes('\0') && Buffer.byteLength(key, 'utf8') <= 1024;

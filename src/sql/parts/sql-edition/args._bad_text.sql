@@ -1,4 +1,4 @@
--- A text argument that is NULL (when required), empty or over 1024 bytes; a
+-- A text argument that is NULL (when required), empty or over @MAX_TEXT_BYTES@ bytes; a
 -- key that is reserved (starts with E'\x01': the extension's own claims, such
 -- as a thread's checkpoint writer on E'\x01checkpoint-writer\x01' || thread).
 CREATE FUNCTION sandbox_store_internal._bad_text(v pg_catalog.text, arg pg_catalog.text)
@@ -14,7 +14,7 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = format('%s must not be empty', arg);
     END IF;
-    IF arg = 'key' AND octet_length(v) <= 1024 AND starts_with(v, E'\x01') THEN
+    IF arg = 'key' AND octet_length(v) <= @MAX_TEXT_BYTES@ AND starts_with(v, E'\x01') THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'key is reserved',
             DETAIL = E'Keys that start with E''\\x01'' are reserved for the extension''s own claims, such as the checkpoint writers''.',
@@ -22,6 +22,6 @@ BEGIN
     END IF;
     RAISE EXCEPTION USING ERRCODE = 'string_data_right_truncation',
         MESSAGE = format('%s is too long', arg),
-        DETAIL = format('The value has %s bytes; at most 1024 are allowed.', octet_length(v));
+        DETAIL = format('The value has %s bytes; at most @MAX_TEXT_BYTES@ are allowed.', octet_length(v));
 END
 $$;

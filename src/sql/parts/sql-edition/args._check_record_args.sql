@@ -6,19 +6,19 @@ RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF p_provider IS NULL OR octet_length(p_provider) NOT BETWEEN 1 AND 1024 THEN
+    IF p_provider IS NULL OR octet_length(p_provider) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
         PERFORM sandbox_store_internal._bad_text(p_provider, 'provider');
     END IF;
-    IF p_provider_sandbox_id IS NULL OR octet_length(p_provider_sandbox_id) NOT BETWEEN 1 AND 1024 THEN
+    IF p_provider_sandbox_id IS NULL OR octet_length(p_provider_sandbox_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
         PERFORM sandbox_store_internal._bad_text(p_provider_sandbox_id, 'provider_sandbox_id');
     END IF;
-    IF p_thread_id IS NULL OR octet_length(p_thread_id) NOT BETWEEN 1 AND 1024 THEN
+    IF p_thread_id IS NULL OR octet_length(p_thread_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
         PERFORM sandbox_store_internal._bad_text(p_thread_id, 'thread_id');
     END IF;
-    IF octet_length(p_latest_snapshot_id) NOT BETWEEN 1 AND 1024 THEN
+    IF octet_length(p_latest_snapshot_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
         PERFORM sandbox_store_internal._bad_text(p_latest_snapshot_id, 'latest_snapshot_id');
     END IF;
-    IF octet_length(p_latest_run_id) NOT BETWEEN 1 AND 1024 THEN
+    IF octet_length(p_latest_run_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
         PERFORM sandbox_store_internal._bad_text(p_latest_run_id, 'latest_run_id');
     END IF;
     IF p_updated_at IS NULL THEN

@@ -23,23 +23,23 @@ BEGIN
     -- One condition for the text arguments and max_age; when it holds, the
     -- checks in their order (key, run_id, max_age, provider) say which one
     -- is bad, and a good max_age gives the cutoff.  (The lengths as
-    -- '[1,1024]' @> n: one operator each, where NOT BETWEEN evaluates the
+    -- '[1,@MAX_TEXT_BYTES@]' @> n: one operator each, where NOT BETWEEN evaluates the
     -- length twice with two operators.)
     IF sandbox_ensure.key IS NULL OR sandbox_ensure.run_id IS NULL
-       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.key)
-       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.run_id)
-       OR NOT '[1,1024]'::int4range @> octet_length(sandbox_ensure.provider)
+       OR NOT '[1,@MAX_TEXT_BYTES@]'::int4range @> octet_length(sandbox_ensure.key)
+       OR NOT '[1,@MAX_TEXT_BYTES@]'::int4range @> octet_length(sandbox_ensure.run_id)
+       OR NOT '[1,@MAX_TEXT_BYTES@]'::int4range @> octet_length(sandbox_ensure.provider)
        OR starts_with(sandbox_ensure.key, E'\x01') OR max_age IS NOT NULL THEN
-        IF sandbox_ensure.key IS NULL OR octet_length(sandbox_ensure.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_ensure.key, E'\x01') THEN
+        IF sandbox_ensure.key IS NULL OR octet_length(sandbox_ensure.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_ensure.key, E'\x01') THEN
             PERFORM sandbox_store_internal._bad_text(sandbox_ensure.key, 'key');
         END IF;
-        IF sandbox_ensure.run_id IS NULL OR octet_length(sandbox_ensure.run_id) NOT BETWEEN 1 AND 1024 THEN
+        IF sandbox_ensure.run_id IS NULL OR octet_length(sandbox_ensure.run_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
             PERFORM sandbox_store_internal._bad_text(sandbox_ensure.run_id, 'run_id');
         END IF;
         IF max_age IS NOT NULL THEN
             IF (sandbox_store_internal._check_interval(max_age, 'max_age', false)) IS NULL THEN END IF;
         END IF;
-        IF octet_length(sandbox_ensure.provider) NOT BETWEEN 1 AND 1024 THEN
+        IF octet_length(sandbox_ensure.provider) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
             PERFORM sandbox_store_internal._bad_text(sandbox_ensure.provider, 'provider');
         END IF;
         IF max_age IS NOT NULL THEN

@@ -9,7 +9,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF sandbox_lock.key IS NULL OR octet_length(sandbox_lock.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_lock.key, E'\x01') THEN
+    IF sandbox_lock.key IS NULL OR octet_length(sandbox_lock.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_lock.key, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_lock.key, 'key');
     END IF;
     IF wait IS NOT NULL THEN

@@ -11,7 +11,7 @@ AS $$
 DECLARE
     deleted boolean;
 BEGIN
-    IF sandbox_delete.key IS NULL OR octet_length(sandbox_delete.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_delete.key, E'\x01') THEN
+    IF sandbox_delete.key IS NULL OR octet_length(sandbox_delete.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_delete.key, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_delete.key, 'key');
     END IF;
     IF sandbox_delete.fence <= 0 THEN

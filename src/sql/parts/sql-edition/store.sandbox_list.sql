@@ -7,7 +7,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF sandbox_list.thread_id IS NULL OR octet_length(sandbox_list.thread_id) NOT BETWEEN 1 AND 1024 THEN
+    IF sandbox_list.thread_id IS NULL OR octet_length(sandbox_list.thread_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_list.thread_id, 'thread_id');
     END IF;
     RETURN QUERY SELECT i.* FROM ONLY sandbox_store.instances i

@@ -17,12 +17,12 @@ AS $$
 DECLARE
     r sandbox_store.instances;
 BEGIN
-    IF sandbox_upsert.key IS NULL OR octet_length(sandbox_upsert.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_upsert.key, E'\x01') THEN
+    IF sandbox_upsert.key IS NULL OR octet_length(sandbox_upsert.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_upsert.key, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_upsert.key, 'key');
     END IF;
-    IF sandbox_upsert.provider IS NULL OR octet_length(sandbox_upsert.provider) NOT BETWEEN 1 AND 1024 OR sandbox_upsert.provider_sandbox_id IS NULL OR octet_length(sandbox_upsert.provider_sandbox_id) NOT BETWEEN 1 AND 1024
-       OR sandbox_upsert.thread_id IS NULL OR octet_length(sandbox_upsert.thread_id) NOT BETWEEN 1 AND 1024 OR octet_length(sandbox_upsert.latest_snapshot_id) NOT BETWEEN 1 AND 1024
-       OR octet_length(sandbox_upsert.latest_run_id) NOT BETWEEN 1 AND 1024 OR sandbox_upsert.updated_at IS NULL OR NOT isfinite(sandbox_upsert.updated_at) THEN
+    IF sandbox_upsert.provider IS NULL OR octet_length(sandbox_upsert.provider) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR sandbox_upsert.provider_sandbox_id IS NULL OR octet_length(sandbox_upsert.provider_sandbox_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@
+       OR sandbox_upsert.thread_id IS NULL OR octet_length(sandbox_upsert.thread_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR octet_length(sandbox_upsert.latest_snapshot_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@
+       OR octet_length(sandbox_upsert.latest_run_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR sandbox_upsert.updated_at IS NULL OR NOT isfinite(sandbox_upsert.updated_at) THEN
         PERFORM sandbox_store_internal._check_record_args(sandbox_upsert.provider, sandbox_upsert.provider_sandbox_id, sandbox_upsert.thread_id, sandbox_upsert.latest_snapshot_id, sandbox_upsert.latest_run_id, sandbox_upsert.updated_at);
     END IF;
     IF sandbox_upsert.fence <= 0 THEN

@@ -15,7 +15,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF sandbox_upsert_release.key IS NULL OR octet_length(sandbox_upsert_release.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_upsert_release.key, E'\x01') THEN
+    IF sandbox_upsert_release.key IS NULL OR octet_length(sandbox_upsert_release.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_upsert_release.key, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_upsert_release.key, 'key');
     END IF;
     IF sandbox_upsert_release.fence IS NULL THEN
@@ -24,9 +24,9 @@ BEGIN
     IF sandbox_upsert_release.fence <= 0 THEN
         PERFORM sandbox_store_internal._check_fence_arg(sandbox_upsert_release.fence);
     END IF;
-    IF sandbox_upsert_release.provider IS NULL OR octet_length(sandbox_upsert_release.provider) NOT BETWEEN 1 AND 1024 OR sandbox_upsert_release.provider_sandbox_id IS NULL OR octet_length(sandbox_upsert_release.provider_sandbox_id) NOT BETWEEN 1 AND 1024
-       OR sandbox_upsert_release.thread_id IS NULL OR octet_length(sandbox_upsert_release.thread_id) NOT BETWEEN 1 AND 1024 OR octet_length(sandbox_upsert_release.latest_snapshot_id) NOT BETWEEN 1 AND 1024
-       OR octet_length(sandbox_upsert_release.latest_run_id) NOT BETWEEN 1 AND 1024 OR sandbox_upsert_release.updated_at IS NULL OR NOT isfinite(sandbox_upsert_release.updated_at) THEN
+    IF sandbox_upsert_release.provider IS NULL OR octet_length(sandbox_upsert_release.provider) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR sandbox_upsert_release.provider_sandbox_id IS NULL OR octet_length(sandbox_upsert_release.provider_sandbox_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@
+       OR sandbox_upsert_release.thread_id IS NULL OR octet_length(sandbox_upsert_release.thread_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR octet_length(sandbox_upsert_release.latest_snapshot_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@
+       OR octet_length(sandbox_upsert_release.latest_run_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR sandbox_upsert_release.updated_at IS NULL OR NOT isfinite(sandbox_upsert_release.updated_at) THEN
         PERFORM sandbox_store_internal._check_record_args(sandbox_upsert_release.provider, sandbox_upsert_release.provider_sandbox_id, sandbox_upsert_release.thread_id, sandbox_upsert_release.latest_snapshot_id, sandbox_upsert_release.latest_run_id, sandbox_upsert_release.updated_at);
     END IF;
     RETURN sandbox_store_internal._upsert(sandbox_upsert_release.key, sandbox_upsert_release.fence, true, sandbox_upsert_release.provider, sandbox_upsert_release.provider_sandbox_id, sandbox_upsert_release.thread_id, sandbox_upsert_release.latest_snapshot_id, sandbox_upsert_release.latest_run_id, sandbox_upsert_release.updated_at);

@@ -25,7 +25,7 @@ BEGIN
             'run_ids is an array of run ids; the value given is missing.');
     END IF;
     FOREACH v_id IN ARRAY run_log_wake.run_ids LOOP
-        PERFORM sandbox_store_internal._run_id(v_id, 'run id', 1024);
+        PERFORM sandbox_store_internal._run_id(v_id, 'run id', @MAX_TEXT_BYTES@);
     END LOOP;
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         FOR v_id IN SELECT DISTINCT u.id FROM unnest(run_log_wake.run_ids) AS u(id) LOOP

@@ -28,7 +28,7 @@ DECLARE
     v_current pg_catalog.int8;
     v_highest pg_catalog.int8;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_update.run_id, 'run id', 1024);
+    PERFORM sandbox_store_internal._run_id(run_update.run_id, 'run id', @MAX_TEXT_BYTES@);
     IF jsonb_typeof(run_update.patch) IS DISTINCT FROM 'object' THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid run patch',
             format('A patch is a JSON object; the value given is %s.',

@@ -12,7 +12,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_log_read.run_id, 'run id', 1024);
+    PERFORM sandbox_store_internal._run_id(run_log_read.run_id, 'run id', @MAX_TEXT_BYTES@);
     IF run_log_read.after IS NULL OR run_log_read.after OPERATOR(pg_catalog.<) 0 THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid after',
             format('after is a seq, 0 or more (0: from the start); the value given is %s.',

@@ -15,7 +15,7 @@ AS $$
 DECLARE
     v_run sandbox_store.runs;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_create_or_resume.run_id, 'run id', 1024);
+    PERFORM sandbox_store_internal._run_id(run_create_or_resume.run_id, 'run id', @MAX_TEXT_BYTES@);
     PERFORM sandbox_store_internal._run_id(run_create_or_resume.thread_id, 'thread id', 1000);
     PERFORM sandbox_store_internal._run_number(run_create_or_resume.started_at, 'startedAt');
     IF run_create_or_resume.status IS NULL

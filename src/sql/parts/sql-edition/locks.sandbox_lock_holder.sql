@@ -9,7 +9,7 @@ AS $$
 DECLARE
     holder pg_catalog.int4;
 BEGIN
-    IF sandbox_lock_holder.key IS NULL OR octet_length(sandbox_lock_holder.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_lock_holder.key, E'\x01') THEN
+    IF sandbox_lock_holder.key IS NULL OR octet_length(sandbox_lock_holder.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_lock_holder.key, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_lock_holder.key, 'key');
     END IF;
     IF pg_is_in_recovery() THEN

@@ -33,8 +33,8 @@ DECLARE
 BEGIN
     -- (the checks are simple expressions, which PL/pgSQL evaluates without
     -- running a query)
-    IF run_log_append.run_id IS NULL OR octet_length(run_log_append.run_id) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store_internal._run_id(run_log_append.run_id, 'run id', 1024);
+    IF run_log_append.run_id IS NULL OR octet_length(run_log_append.run_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
+        PERFORM sandbox_store_internal._run_id(run_log_append.run_id, 'run id', @MAX_TEXT_BYTES@);
     END IF;
     IF jsonb_typeof(run_log_append.chunks) IS DISTINCT FROM 'array' THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',

@@ -13,7 +13,7 @@ DECLARE
         'ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE pg_catalog.text,'
         ' ADD CONSTRAINT instances_key_length'
         ' CHECK (pg_catalog.octet_length(key) OPERATOR(pg_catalog.>=) 1'
-        ' AND pg_catalog.octet_length(key) OPERATOR(pg_catalog.<=) 1024)';
+        ' AND pg_catalog.octet_length(key) OPERATOR(pg_catalog.<=) @MAX_TEXT_BYTES@)';
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
         RAISE EXCEPTION USING
@@ -32,7 +32,7 @@ BEGIN
     -- citus cannot prune shards by a domain-typed key (it coerces the key
     -- to the column's type as a constant, which a domain's check is not), so
     -- instances.key goes back from bounded_text to text with the same
-    -- 1..1024-byte check, on every node (each has the extension's tables).
+    -- 1..@MAX_TEXT_BYTES@-byte check, on every node (each has the extension's tables).
     -- No rewrite: the types are binary-compatible.  citus's functions are
     -- called by name at run time: this extension does not depend on citus.
     IF (SELECT atttypid FROM pg_catalog.pg_attribute

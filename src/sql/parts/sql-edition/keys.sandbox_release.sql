@@ -9,7 +9,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF sandbox_release.key IS NULL OR octet_length(sandbox_release.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_release.key, E'\x01') THEN
+    IF sandbox_release.key IS NULL OR octet_length(sandbox_release.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_release.key, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_release.key, 'key');
     END IF;
     IF sandbox_release.owner_token IS NULL THEN

@@ -12,7 +12,7 @@ AS $$
 DECLARE
     expires pg_catalog.timestamptz;
 BEGIN
-    IF sandbox_renew.key IS NULL OR octet_length(sandbox_renew.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_renew.key, E'\x01') THEN
+    IF sandbox_renew.key IS NULL OR octet_length(sandbox_renew.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_renew.key, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_renew.key, 'key');
     END IF;
     IF sandbox_renew.owner_token IS NULL THEN

@@ -44,15 +44,15 @@ BEGIN
 END
 $$;
 
--- The 1..1024-byte rule of the text columns, as a domain (a domain's
+-- The 1..@MAX_TEXT_BYTES@-byte rule of the text columns, as a domain (a domain's
 -- constraint is compiled once per backend and checked only for the columns
 -- a statement assigns; it binds every writer, superusers included).  Clients
 -- see the columns as text (the protocol sends a domain's base type).
 CREATE DOMAIN sandbox_store.bounded_text AS pg_catalog.text
     CONSTRAINT bounded_text_length
-        CHECK (pg_catalog.octet_length(VALUE) BETWEEN 1 AND 1024);
+        CHECK (pg_catalog.octet_length(VALUE) BETWEEN 1 AND @MAX_TEXT_BYTES@);
 COMMENT ON DOMAIN sandbox_store.bounded_text IS
-'Text of 1..1024 bytes: the type of the text columns of sandbox_store.instances.';
+'Text of 1..@MAX_TEXT_BYTES@ bytes: the type of the text columns of sandbox_store.instances.';
 
 -- The records: one per instance key.  No index on latest_run_id or
 -- updated_at, and free space in each page (fillfactor 90): a resume stamp is
@@ -77,7 +77,7 @@ SELECT pg_catalog.pg_extension_config_dump('sandbox_store.instances', '');
 COMMENT ON TABLE sandbox_store.instances IS
 'Sandbox instance records, one per instance key. Written only through the sandbox_store functions; app roles get no privilege on it.';
 COMMENT ON COLUMN sandbox_store.instances.key IS
-'Compound instance key (thread, sandbox definition, provider, workspace, tenant); 1..1024 bytes.';
+'Compound instance key (thread, sandbox definition, provider, workspace, tenant); 1..@MAX_TEXT_BYTES@ bytes.';
 COMMENT ON COLUMN sandbox_store.instances.provider IS
 'Provider that owns provider_sandbox_id.';
 COMMENT ON COLUMN sandbox_store.instances.provider_sandbox_id IS
@@ -108,7 +108,7 @@ CREATE TABLE sandbox_store.leases (
     lease_expires_at pg_catalog.timestamptz,
     CONSTRAINT leases_pkey PRIMARY KEY (key),
     CONSTRAINT leases_key_length
-        CHECK (pg_catalog.octet_length(key) BETWEEN 1 AND 1024),
+        CHECK (pg_catalog.octet_length(key) BETWEEN 1 AND @MAX_TEXT_BYTES@),
     CONSTRAINT leases_claim_complete
         CHECK ((owner_token IS NULL) = (lease_expires_at IS NULL))
 ) WITH (fillfactor = 90);

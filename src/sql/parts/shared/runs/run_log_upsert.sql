@@ -23,7 +23,7 @@ DECLARE
     v_status pg_catalog.text;
     v_watched pg_catalog.bool;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_log_upsert.run_id, 'run id', 1024);
+    PERFORM sandbox_store_internal._run_id(run_log_upsert.run_id, 'run id', @MAX_TEXT_BYTES@);
     IF jsonb_typeof(run_log_upsert.chunks) IS DISTINCT FROM 'array' THEN
         PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
             format('chunks is a JSON array of JSON objects; the value given is %s.',

@@ -22,7 +22,7 @@ DECLARE
     v_next pg_catalog.numeric;
     v_status pg_catalog.text;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_claim.run_id, 'run id', 1024);
+    PERFORM sandbox_store_internal._run_id(run_claim.run_id, 'run id', @MAX_TEXT_BYTES@);
     -- The run's log row first (made, empty, if the run has none), locked:
     -- a log write in flight holds it, so the claim waits for it to commit,
     -- and every later write reads the new epoch after taking it.

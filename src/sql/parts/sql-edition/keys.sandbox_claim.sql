@@ -13,7 +13,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    IF sandbox_claim.key IS NULL OR octet_length(sandbox_claim.key) NOT BETWEEN 1 AND 1024 OR starts_with(sandbox_claim.key, E'\x01') THEN
+    IF sandbox_claim.key IS NULL OR octet_length(sandbox_claim.key) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ OR starts_with(sandbox_claim.key, E'\x01') THEN
         PERFORM sandbox_store_internal._bad_text(sandbox_claim.key, 'key');
     END IF;
     IF lease IS NULL THEN

@@ -46,7 +46,7 @@ CREATE TABLE sandbox_store.runs (
     driver_epoch     pg_catalog.int8,
     max_driver_epoch pg_catalog.int8,
     CONSTRAINT runs_pkey PRIMARY KEY (run_id),
-    CONSTRAINT runs_run_id_length CHECK (pg_catalog.octet_length(run_id) BETWEEN 1 AND 1024),
+    CONSTRAINT runs_run_id_length CHECK (pg_catalog.octet_length(run_id) BETWEEN 1 AND @MAX_TEXT_BYTES@),
     CONSTRAINT runs_thread_id_length CHECK (pg_catalog.octet_length(thread_id) BETWEEN 1 AND 1000),
     CONSTRAINT runs_status_check
         CHECK (status OPERATOR(pg_catalog.=) ANY (ARRAY['running', 'interrupted', 'completed', 'failed', 'aborted'])),
@@ -74,7 +74,7 @@ CREATE TABLE sandbox_store.run_logs (
     updated_at pg_catalog.timestamptz NOT NULL,
     watched    pg_catalog.bool NOT NULL DEFAULT false,
     CONSTRAINT run_logs_pkey PRIMARY KEY (run_id),
-    CONSTRAINT run_logs_run_id_length CHECK (pg_catalog.octet_length(run_id) BETWEEN 1 AND 1024)
+    CONSTRAINT run_logs_run_id_length CHECK (pg_catalog.octet_length(run_id) BETWEEN 1 AND @MAX_TEXT_BYTES@)
 );
 SELECT pg_catalog.pg_extension_config_dump('sandbox_store.run_logs', '');
 COMMENT ON TABLE sandbox_store.run_logs IS
