@@ -41,7 +41,7 @@
 # from there too; @VERSION@ is the version built.
 # The SQL edition's update scripts are
 # src/sql/sql-edition/sandbox_store--FROM--TO.sql.in (those of released
-# versions kept as built, sandbox_store--FROM--TO.sql): the pg_tle
+# versions kept as built, src/sql/released/sql-edition/): the pg_tle
 # registration carries them, and each is also a dist file of its own for the
 # plain script (plain-update).
 set -eu
@@ -335,7 +335,8 @@ EOF
 	# The update paths (none before the first version that has one): those
 	# of released versions as built (.sql), the newest from its template
 	# (.sql.in), in the order of the versions they start from.
-	for up in $(find "$(dirname "$0")/sql-edition" -maxdepth 1 -name 'sandbox_store--*--*.sql*' | sort -V); do
+	for up in $(find "$(dirname "$0")/released/sql-edition" "$(dirname "$0")/sql-edition" -maxdepth 1 \
+		-name 'sandbox_store--*--*.sql*' | awk -F/ '{ print $NF, $0 }' | sort -V | cut -d' ' -f2); do
 		name=$(basename "$up")
 		name=${name%.in}
 		name=${name%.sql}

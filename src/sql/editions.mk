@@ -10,15 +10,15 @@
 EDITION_SRCDIR = $(or $(srcdir),.)
 EDITION_SOURCES = $(EDITION_SRCDIR)/src/sql/build.sh $(wildcard $(EDITION_SRCDIR)/src/sql/parts/*/*.sql) \
 	$(wildcard $(EDITION_SRCDIR)/src/sql/parts/*/*/*.sql) \
-	$(wildcard $(EDITION_SRCDIR)/src/sql/sql-edition/*.sql.in $(EDITION_SRCDIR)/src/sql/sql-edition/*.sql) \
+	$(wildcard $(EDITION_SRCDIR)/src/sql/sql-edition/*.sql.in $(EDITION_SRCDIR)/src/sql/released/sql-edition/*.sql) \
 	$(EDITION_SRCDIR)/$(EXTENSION).control \
 	$(EDITION_SRCDIR)/src/sandbox_store.h
 # The SQL edition's update scripts, src/sql/sql-edition/sandbox_store--FROM--TO.sql.in
-# (a released version's kept as built: .sql): the pg_tle registration
+# (a released version's kept as built in src/sql/released/sql-edition/, .sql): the pg_tle registration
 # carries them; for the plain script each is a dist file of its own,
 # dist/sandbox_store--FROM--TO.sql.
 SQL_EDITION_UPDATES = $(patsubst %.sql.in,dist/%.sql,$(notdir $(wildcard $(EDITION_SRCDIR)/src/sql/sql-edition/$(EXTENSION)--*--*.sql.in))) \
-	$(addprefix dist/,$(notdir $(wildcard $(EDITION_SRCDIR)/src/sql/sql-edition/$(EXTENSION)--*--*.sql)))
+	$(addprefix dist/,$(notdir $(wildcard $(EDITION_SRCDIR)/src/sql/released/sql-edition/$(EXTENSION)--*--*.sql)))
 SQL_EDITION = dist/$(EXTENSION)-$(EXT_VERSION).sql dist/$(EXTENSION)-$(EXT_VERSION)-pg_tle.sql $(SQL_EDITION_UPDATES)
 
 .PHONY: sql-edition dist
@@ -42,7 +42,7 @@ dist/$(EXTENSION)--%.sql: $(EDITION_SRCDIR)/src/sql/sql-edition/$(EXTENSION)--%.
 	v='$*'; $(EDITION_SRCDIR)/src/sql/build.sh plain-update $< $${v%%--*} $${v#*--} > $@.tmp && mv $@.tmp $@
 
 # (a released version's update, kept as built)
-dist/$(EXTENSION)--%.sql: $(EDITION_SRCDIR)/src/sql/sql-edition/$(EXTENSION)--%.sql $(EDITION_SOURCES)
+dist/$(EXTENSION)--%.sql: $(EDITION_SRCDIR)/src/sql/released/sql-edition/$(EXTENSION)--%.sql $(EDITION_SOURCES)
 	@mkdir -p dist
 	v='$*'; $(EDITION_SRCDIR)/src/sql/build.sh plain-update $< $${v%%--*} $${v#*--} > $@.tmp && mv $@.tmp $@
 
