@@ -2,17 +2,8 @@ import type { Pool } from 'pg';
 
 import { ClaimLostError, InvalidArgumentError, SandboxStoreError } from './errors.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
-import {
-  RUN_CLAIM_SQL,
-  RUN_GET_SQL,
-  RUN_UPDATE_SQL,
-  registerClaim,
-  runInClaim,
-  runRecordFromText,
-  seqNumber,
-  type LiveClaim,
-} from './internal/runs.js';
-import { msOption } from './internal/sql.js';
+import { registerClaim, runInClaim, runRecordFromText, seqNumber, type LiveClaim } from './internal/runs.js';
+import { RUN_CLAIM_SQL, RUN_GET_SQL, RUN_UPDATE_SQL, msOption } from './internal/sql.js';
 import type { RunClaim, RunError, RunRecordPatch, RunStatus, RunUsage } from './run-types.js';
 import { createStreamDurability } from './stream-durability.js';
 import type { LockStore } from './types.js';

@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 
 import { ClaimLostError, InvalidArgumentError, SandboxStoreError } from './errors.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
+import { liveClaim, runRecordFromText } from './internal/runs.js';
 import {
   RUN_CREATE_SQL,
   RUN_FIND_ACTIVE_SQL,
@@ -9,10 +10,8 @@ import {
   RUN_LIST_BY_THREAD_SQL,
   RUN_LIST_RECLAIMABLE_SQL,
   RUN_UPDATE_SQL,
-  liveClaim,
-  runRecordFromText,
-} from './internal/runs.js';
-import { msOption } from './internal/sql.js';
+  msOption,
+} from './internal/sql.js';
 import type { RunCreateInput, RunRecord, RunRecordPatch, RunStore } from './run-types.js';
 
 export interface RunStoreOptions {

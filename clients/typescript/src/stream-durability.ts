@@ -5,21 +5,18 @@ import { ClaimLostError, InvalidArgumentError, InvalidLogOffsetError, SandboxSto
 import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
 import { RunLogListener } from './internal/run-listener.js';
 import { isMissingOrDenied, RunLogWaker } from './internal/run-waker.js';
+import { decodeOffset, encodeOffset, liveClaim, seqNumber } from './internal/runs.js';
 import {
   LOG_APPEND_QUIET_SQL,
   LOG_APPEND_SQL,
   LOG_CLOSE_SQL,
   LOG_POLL_SQL,
-  LOG_WATCH_SQL,
   LOG_SNAPSHOT_SQL,
   LOG_UPSERT_SQL,
-  decodeOffset,
-  encodeOffset,
-  liveClaim,
-  seqNumber,
+  LOG_WATCH_SQL,
+  msOption,
   type LogPollRow,
-} from './internal/runs.js';
-import { msOption } from './internal/sql.js';
+} from './internal/sql.js';
 import type { RunLogEntry, UpsertableStreamDurability } from './run-types.js';
 
 /** How long a from-start join waits for a run's first chunk (memoryStream's default). */
