@@ -91,19 +91,39 @@ export function decodeOffset(offset: unknown): { runId: string; seq: number } {
 }
 
 /*
- * The registry of this process's live driver claims, per pool and run: the
- * run store passes a claim's epoch with its updates, and a fenced write
- * refused with SB001 aborts the claim it was made under.  Entries exist
- * only while a claim's `fn` runs.  Inside a claim's call chain its own claim
- * is found first (an AsyncLocalStorage context), so that a host's updates
- * carry its own epoch even if a later claim of the run lives in the process.
+ * A claim of a run driver of this package, and how it is lost: its signal
+ * aborts through `lose` and nothing else, whatever told (the lock or lease
+ * lost, the epoch check, a write under its epoch refused with SB001).  Who
+ * makes a fenced write for a claim hands the adapter (or catches for
+ * itself) the claim's `lose`.
+ *
+ * The registry of this process's live driver claims, per pool and run, is
+ * for the writes made without one in hand: the run store passes a claim's
+ * epoch with its updates, and an update, or a write of an adapter made with
+ * `createStreamDurability(..., { epoch })`, refused with SB001 loses the
+ * claim it was made under.  Entries exist only while a claim's `fn` runs.
+ * Inside a claim's call chain its own claim is found first (an
+ * AsyncLocalStorage context), so that a host's updates carry its own epoch
+ * even if a later claim of the run lives in the process.
  */
 
 /** A live claim of a run driver of this package. */
 export interface LiveClaim {
   readonly runId: string;
   readonly epoch: number;
-  readonly controller: AbortController;
+  /** Aborts when the claim is lost (with the first reason given to `lose`). */
+  readonly signal: AbortSignal;
+  /** The claim is lost: its signal aborts with `reason` (a no-op once it was lost). */
+  readonly lose: (reason: unknown) => void;
+}
+
+/** A claim of `runId` under `epoch`, not lost yet. */
+export function newClaim(runId: string, epoch: number): LiveClaim {
+  const controller = new AbortController();
+  const lose = (reason: unknown): void => {
+    if (!controller.signal.aborted) controller.abort(reason);
+  };
+  return { runId, epoch, signal: controller.signal, lose };
 }
 
 const claimsByPool = new WeakMap<Pool, Map<string, LiveClaim>>();
@@ -119,7 +139,7 @@ export function registerClaim(pool: Pool, claim: LiveClaim): () => void {
   return () => {
     const current = claimsByPool.get(pool);
     if (current?.get(claim.runId) !== claim) return;
-    if (previous !== undefined && !previous.controller.signal.aborted) current.set(claim.runId, previous);
+    if (previous !== undefined && !previous.signal.aborted) current.set(claim.runId, previous);
     else current.delete(claim.runId);
     if (current.size === 0) claimsByPool.delete(pool);
   };
@@ -140,4 +160,13 @@ export function liveClaim(pool: Pool, runId: string): LiveClaim | undefined {
     if (entry !== undefined && entry.pool === pool && entry.claim.runId === runId) return entry.claim;
   }
   return claimsByPool.get(pool)?.get(runId);
+}
+
+/**
+ * A write under `epoch` of `runId` was refused with SB001: this process's
+ * live claim of that run and epoch, if any, is lost.
+ */
+export function loseLiveClaim(pool: Pool, runId: string, epoch: number, error: unknown): void {
+  const claim = liveClaim(pool, runId);
+  if (claim !== undefined && claim.epoch === epoch) claim.lose(error);
 }
