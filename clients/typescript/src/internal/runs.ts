@@ -1,7 +1,8 @@
 /**
  * What the run store, the run log adapter and the run driver share: the
- * record and offset conversions, and the registry of this process's live
- * driver claims (the SQL of the run functions is in sql.ts).
+ * record and offset conversions, and this process's live driver claims (how
+ * one is lost, and their registry); the SQL of the run functions is in
+ * sql.ts.
  *
  * Records and chunks come back as jsonb's text, parsed here (whatever type
  * parsers the app installed).
