@@ -40,15 +40,14 @@ import {
   RunFinishedError,
   RunNotFoundError,
 } from './errors.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS } from './internal/pool.js';
-import { decodeOffset } from './internal/runs.js';
-import { msOption } from './internal/sql.js';
+import { connectTimeoutOption } from './internal/pool.js';
+import { decodeOffset, type LiveClaim } from './internal/runs.js';
 import { createLockStore } from './lock-store.js';
 import { continueAfterLog, resumeOf, type RunResume } from './run-continue.js';
-import { createRunDriver, terminalOutcome, type PgRunDriver } from './run-driver.js';
-import { createRunStore } from './run-store.js';
-import type { RunClaim, RunRecord, RunRecordPatch } from './run-types.js';
-import { createStreamDurability } from './stream-durability.js';
+import { openRunDriver, resolveRunDriverOptions, terminalOutcome, type OpenRunDriver } from './run-driver.js';
+import { openRunStore } from './run-store.js';
+import type { RunRecord, RunRecordPatch } from './run-types.js';
+import { DEFAULT_FIRST_CHUNK_DEADLINE_MS, openStreamDurability } from './stream-durability.js';
 import type { LockStore } from './types.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: TanStack AI's StreamChunk, not imported (see run-types.ts)
@@ -210,8 +209,7 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
   const { pool, chat } = options;
   const leaseMs = timerOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
   const heartbeatMs = timerOption(options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, 'heartbeatMs');
-  const connectTimeoutMs =
-    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const connectTimeoutMs = connectTimeoutOption(options.connectTimeoutMs);
   const driveOnGet = options.driveOnGet ?? true;
   const cancelCheckMs =
     options.cancelCheckMs === null
@@ -229,11 +227,14 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
   // run over looks again every pollMs, and holds no connection in between.
   const locks = options.locks ?? createLockStore(pool, { mode: 'lease', waitMs: 0, leaseMs, connectTimeoutMs });
   const pollMs = Math.max(50, Math.min(500, leaseMs / 6));
-  const runs = createRunStore(pool, { connectTimeoutMs });
-  const driver: PgRunDriver = createRunDriver(pool, {
-    connectTimeoutMs,
-    ...(options.checkEpochEveryMs === undefined ? {} : { checkEpochEveryMs: options.checkEpochEveryMs }),
-  });
+  const runs = openRunStore(pool, { connectTimeoutMs });
+  const driver: OpenRunDriver = openRunDriver(
+    pool,
+    resolveRunDriverOptions(
+      options.checkEpochEveryMs === undefined ? {} : { checkEpochEveryMs: options.checkEpochEveryMs },
+      connectTimeoutMs,
+    ),
+  );
 
   /**
    * This process's drive of each run: one per run, however many responses
@@ -293,10 +294,10 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
   }
 
   /** `driver.claim`, looking again every pollMs while another replica holds the run's lease. */
-  async function claimRun(runId: string, entry: Drive, fn: (claim: RunClaim) => Promise<void>): Promise<void> {
+  async function claimRun(runId: string, entry: Drive, fn: (claim: LiveClaim) => Promise<void>): Promise<void> {
     for (;;) {
       try {
-        await driver.claim({ runs, locks, runId, signal: entry.giveUp.signal }, async (claim) => {
+        await driver.claimLive({ runs, locks, runId, signal: entry.giveUp.signal }, async (claim) => {
           entry.claimed = true;
           await fn(claim);
         });
@@ -310,9 +311,15 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
   }
 
   async function produce(runId: string, threadId: string, body: unknown, entry: Drive): Promise<void> {
-    await claimRun(runId, entry, async ({ epoch, signal }) => {
+    await claimRun(runId, entry, async ({ epoch, signal, lose }) => {
       signal.throwIfAborted(); // given up while the claim was on its way
-      const log = createStreamDurability(pool, { runId }, { epoch, connectTimeoutMs });
+      // Its writes refused with SB001 lose the claim.
+      const log = openStreamDurability(
+        pool,
+        { runId },
+        { epoch, firstChunkDeadlineMs: DEFAULT_FIRST_CHUNK_DEADLINE_MS, connectTimeoutMs },
+        lose,
+      );
       const stored = (await log.snapshot()).map((entry) => entry.chunk);
       if (stored.length === 0) {
         // Joiners find a first entry at once, however long the agent takes to start.
@@ -392,11 +399,12 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
     attach: (fail: (error: unknown) => void) => () => void,
   ): Promise<Response> {
     const { resumeServerSentEventsResponse } = await loadTanstack();
-    const adapter = createStreamDurability(
+    const adapter = openStreamDurability(
       pool,
       { runId, offset },
       // A join from the start may come before the producer's first entry: wait up to a lease for it.
-      { firstChunkDeadlineMs: leaseMs + heartbeatMs, connectTimeoutMs },
+      { epoch: null, firstChunkDeadlineMs: leaseMs + heartbeatMs, connectTimeoutMs },
+      undefined,
     );
     let fail: (error: unknown) => void = () => undefined;
     const guarded = {

@@ -14,7 +14,7 @@ import {
   SandboxStoreError,
   toStoreError,
 } from './errors.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
+import { connectTimeoutOption, poolQuery } from './internal/pool.js';
 import {
   CHECKPOINT_ACQUIRE_SQL,
   CHECKPOINT_APPEND_SQL,
@@ -26,7 +26,6 @@ import {
   CHECKPOINT_LIST_SQL,
   CHECKPOINT_RELEASE_SQL,
   CHECKPOINT_RENEW_SQL,
-  msOption,
   timestamptzLiteral,
 } from './internal/sql.js';
 import type {
@@ -233,8 +232,7 @@ export function createCheckpointStore<TMessage = any>(
   pool: Pool,
   options: CheckpointStoreOptions = {},
 ): PgSandboxCheckpointStore<TMessage> {
-  const connectTimeoutMs =
-    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const connectTimeoutMs = connectTimeoutOption(options.connectTimeoutMs);
   const leaseMs = options.leaseDurationMs ?? DEFAULT_CHECKPOINT_LEASE_MS;
   if (typeof leaseMs !== 'number' || !Number.isSafeInteger(leaseMs) || leaseMs <= 0) {
     throw new InvalidArgumentError('leaseDurationMs must be a positive whole number of milliseconds', {

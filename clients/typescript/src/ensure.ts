@@ -5,7 +5,7 @@ import { findFrame } from './internal/frames.js';
 import type { Hold, Section } from './internal/hold.js';
 import { LeaseHold } from './internal/lease-hold.js';
 import { LockTx } from './internal/lock-tx.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, type BackgroundErrorHandler } from './internal/pool.js';
+import { connectTimeoutOption, type BackgroundErrorHandler } from './internal/pool.js';
 import type { WaitOptions } from './internal/wait.js';
 import {
   CLAIM_SQL,
@@ -19,7 +19,7 @@ import {
   type EnsureRow,
   type RecordRow,
 } from './internal/sql.js';
-import { DEFAULT_LEASE_MS } from './lock-store.js';
+import { leaseTimingOptions } from './lock-store.js';
 import type { LockMode, SandboxInstanceRecord } from './types.js';
 
 /** What the callbacks of {@link ensureSandbox} get. */
@@ -140,8 +140,7 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
   const provider = textArg(options.provider, 'provider');
   const maxAgeMs = msOption(options.maxAgeMs, 'maxAgeMs');
   const waitMs = msOption(options.waitMs, 'waitMs');
-  const connectTimeoutMs =
-    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const connectTimeoutMs = connectTimeoutOption(options.connectTimeoutMs);
   const mode: LockMode = options.mode ?? 'lock';
   const onError = options.onError ?? (() => undefined);
   if (mode !== 'lock' && mode !== 'lease') {
@@ -177,13 +176,12 @@ export async function ensureSandbox<S>(pool: Pool, options: EnsureSandboxOptions
     }
     decided = { action: row.action, existing: row.action === 'create' ? undefined : recordFromRow(row), stamped: true };
   } else {
-    const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', true) ?? DEFAULT_LEASE_MS;
-    const renewEveryMs = msOption(options.renewEveryMs ?? leaseMs / 3, 'renewEveryMs', true) ?? leaseMs / 3;
+    const timing = leaseTimingOptions(options);
     const taken = await LeaseHold.take(
       pool,
       key ?? '',
-      { text: CLAIM_SQL, values: (left) => [key, leaseMs, left] },
-      { leaseMs, renewEveryMs },
+      { text: CLAIM_SQL, values: (left) => [key, timing.leaseMs, left] },
+      timing,
       wait,
     );
     section = taken.section;

@@ -3,13 +3,12 @@ import type { Pool, QueryResultRow } from 'pg';
 import { InvalidArgumentError } from './errors.js';
 import { findHold } from './internal/frames.js';
 import { findTx } from './internal/lock-tx.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
+import { connectTimeoutOption, poolQuery } from './internal/pool.js';
 import {
   DELETE_SQL,
   GET_SQL,
   LIST_SQL,
   UPSERT_SQL,
-  msOption,
   recordFromRow,
   storableKey,
   textArg,
@@ -52,8 +51,7 @@ export interface InstanceStoreOptions {
  * Every error is a `SandboxStoreError` (the SQLSTATE on `sqlstate`).
  */
 export function createInstanceStore(pool: Pool, options: InstanceStoreOptions = {}): PgSandboxInstanceStore {
-  const connectTimeoutMs =
-    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const connectTimeoutMs = connectTimeoutOption(options.connectTimeoutMs);
 
   // As the holder of the key if this call chain holds it, in the chain's
   // lock-mode transaction if it has one, else through the pool.

@@ -2,15 +2,28 @@ import type { Pool } from 'pg';
 
 import { InvalidArgumentError } from './errors.js';
 import { Frame, findFrame, runInFrame } from './internal/frames.js';
-import { LeaseHold } from './internal/lease-hold.js';
+import { LeaseHold, type LeaseTiming } from './internal/lease-hold.js';
 import { LockTx } from './internal/lock-tx.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, type BackgroundErrorHandler } from './internal/pool.js';
+import { connectTimeoutOption, type BackgroundErrorHandler } from './internal/pool.js';
 import type { WaitOptions } from './internal/wait.js';
 import { CLAIM_SQL, LOCK_SQL, msOption } from './internal/sql.js';
 import type { LockMode, LockStore } from './types.js';
 
 /** Default lease of lease mode: 30 s, renewed every 10 s. */
 export const DEFAULT_LEASE_MS = 30_000;
+
+/**
+ * `leaseMs` and `renewEveryMs` (the lock store's and ensureSandbox's lease
+ * mode), checked, with their defaults filled in: 30 s, and a third of the lease.
+ */
+export function leaseTimingOptions(options: {
+  leaseMs?: number | undefined;
+  renewEveryMs?: number | undefined;
+}): LeaseTiming {
+  const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', true) ?? DEFAULT_LEASE_MS;
+  const renewEveryMs = msOption(options.renewEveryMs ?? leaseMs / 3, 'renewEveryMs', true) ?? leaseMs / 3;
+  return { leaseMs, renewEveryMs };
+}
 
 export interface LockStoreOptions {
   /**
@@ -115,10 +128,8 @@ export function createLockStore(pool: Pool, options: LockStoreOptions = {}): PgL
     throw new InvalidArgumentError(`mode must be 'lock' or 'lease'`, { sqlstate: '22023' });
   }
   const waitMs = msOption(options.waitMs, 'waitMs');
-  const leaseMs = msOption(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs', true) ?? DEFAULT_LEASE_MS;
-  const renewEveryMs = msOption(options.renewEveryMs ?? leaseMs / 3, 'renewEveryMs', true) ?? leaseMs / 3;
-  const connectTimeoutMs =
-    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const { leaseMs, renewEveryMs } = leaseTimingOptions(options);
+  const connectTimeoutMs = connectTimeoutOption(options.connectTimeoutMs);
   const lockKey = options.lockKey ?? ((key: string) => key);
   const onError = options.onError ?? (() => undefined);
 

@@ -1,20 +1,11 @@
 import type { Pool } from 'pg';
 
 import { ClaimLostError, InvalidArgumentError, SandboxStoreError } from './errors.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
-import {
-  RUN_CLAIM_SQL,
-  RUN_GET_SQL,
-  RUN_UPDATE_SQL,
-  registerClaim,
-  runInClaim,
-  runRecordFromText,
-  seqNumber,
-  type LiveClaim,
-} from './internal/runs.js';
-import { msOption } from './internal/sql.js';
+import { connectTimeoutOption, poolQuery } from './internal/pool.js';
+import { newClaim, registerClaim, runInClaim, runRecordFromText, seqNumber, type LiveClaim } from './internal/runs.js';
+import { RUN_CLAIM_SQL, RUN_GET_SQL, RUN_UPDATE_SQL, msOption } from './internal/sql.js';
 import type { RunClaim, RunError, RunRecordPatch, RunStatus, RunUsage } from './run-types.js';
-import { createStreamDurability } from './stream-durability.js';
+import { DEFAULT_FIRST_CHUNK_DEADLINE_MS, openStreamDurability } from './stream-durability.js';
 import type { LockStore } from './types.js';
 
 /** Default most chunks per append of `pipe`. */
@@ -70,6 +61,37 @@ export interface PgRunDriver {
 interface ClaimState extends LiveClaim {
   readonly pool: Pool;
   ended: boolean;
+}
+
+/** A `PgRunDriver` whose `claimLive` gives `fn` the claim itself (its `lose` too). */
+export interface OpenRunDriver extends PgRunDriver {
+  claimLive: <T>(input: RunClaimInput, fn: (claim: LiveClaim) => Promise<T>) => Promise<T>;
+}
+
+/** {@link RunDriverOptions}, checked, with the defaults filled in. */
+export interface ResolvedRunDriverOptions {
+  connectTimeoutMs: number;
+  batch: number;
+  checkEpochEveryMs: number | null;
+}
+
+/**
+ * The driver's options, checked, with the defaults filled in
+ * (`connectTimeoutMs`: one resolved already, if given).
+ */
+export function resolveRunDriverOptions(
+  options: RunDriverOptions,
+  connectTimeoutMs = connectTimeoutOption(options.connectTimeoutMs),
+): ResolvedRunDriverOptions {
+  const batch = options.batch ?? DEFAULT_BATCH;
+  if (!Number.isSafeInteger(batch) || batch < 1) {
+    throw new InvalidArgumentError('batch must be a positive integer', { sqlstate: '22023' });
+  }
+  const checkEpochEveryMs =
+    options.checkEpochEveryMs === null
+      ? null
+      : msOption(options.checkEpochEveryMs ?? DEFAULT_CHECK_EPOCH_EVERY_MS, 'checkEpochEveryMs', true);
+  return { connectTimeoutMs, batch, checkEpochEveryMs };
 }
 
 /** The claims of every driver, by the signal `fn` got: how `pipe` learns the epoch. */
@@ -165,18 +187,19 @@ export function terminalOutcome(chunk: unknown): Outcome | undefined {
  * more, leaves the log open for the new driver and rejects.
  */
 export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgRunDriver {
-  const connectTimeoutMs =
-    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const batchMax = options.batch ?? DEFAULT_BATCH;
-  if (!Number.isSafeInteger(batchMax) || batchMax < 1) {
-    throw new InvalidArgumentError('batch must be a positive integer', { sqlstate: '22023' });
-  }
-  const checkEveryMs =
-    options.checkEpochEveryMs === null
-      ? null
-      : msOption(options.checkEpochEveryMs ?? DEFAULT_CHECK_EPOCH_EVERY_MS, 'checkEpochEveryMs', true);
+  const { claim, pipe } = openRunDriver(pool, resolveRunDriverOptions(options));
+  return { claim, pipe };
+}
 
-  async function claim<T>(input: RunClaimInput, fn: (claim: RunClaim) => Promise<T>): Promise<T> {
+/** {@link createRunDriver} with resolved options, and `claimLive`. */
+export function openRunDriver(pool: Pool, options: ResolvedRunDriverOptions): OpenRunDriver {
+  const { connectTimeoutMs, batch: batchMax, checkEpochEveryMs: checkEveryMs } = options;
+
+  function claim<T>(input: RunClaimInput, fn: (claim: RunClaim) => Promise<T>): Promise<T> {
+    return claimLive(input, ({ runId, epoch, signal }) => fn({ runId, epoch, signal }));
+  }
+
+  async function claimLive<T>(input: RunClaimInput, fn: (claim: LiveClaim) => Promise<T>): Promise<T> {
     if (typeof input !== 'object' || input === null || typeof input.runId !== 'string') {
       throw new InvalidArgumentError('claim needs { runId, locks }', { sqlstate: '22023' });
     }
@@ -191,20 +214,19 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
       const text = result.rows[0]?.epoch ?? null;
       if (text === null) throw new SandboxStoreError(`run_claim returned no epoch for run "${runId}"`);
       const epoch = seqNumber(text);
-      const controller = new AbortController();
-      const state: ClaimState = { pool, runId, epoch, controller, ended: false };
-      const onLockLost = (): void => controller.abort(lockSignal.reason);
+      const state: ClaimState = { ...newClaim(runId, epoch), pool, ended: false };
+      const onLockLost = (): void => state.lose(lockSignal.reason);
       if (lockSignal.aborted) onLockLost();
       else lockSignal.addEventListener('abort', onLockLost, { once: true });
       const unregister = registerClaim(pool, state);
-      claimsBySignal.set(controller.signal, state);
+      claimsBySignal.set(state.signal, state);
       let timer: NodeJS.Timeout | undefined;
       if (checkEveryMs !== null) {
         timer = setInterval(() => void checkEpoch(state), checkEveryMs);
         timer.unref();
       }
       try {
-        return await runInClaim(pool, state, () => fn({ runId, epoch, signal: controller.signal }));
+        return await runInClaim(pool, state, () => fn(state));
       } finally {
         state.ended = true;
         clearInterval(timer);
@@ -225,7 +247,7 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
 
   /** Abort the claim if the run's record shows a later epoch (or no record). */
   async function checkEpoch(state: ClaimState): Promise<void> {
-    if (state.ended || state.controller.signal.aborted) return;
+    if (state.ended || state.signal.aborted) return;
     let current: number | undefined;
     try {
       const result = await poolQuery<{ record: string | null }>(pool, RUN_GET_SQL, [state.runId], connectTimeoutMs);
@@ -235,7 +257,7 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
       return; // the lease (or the next write) tells
     }
     if (state.ended || current === state.epoch) return;
-    state.controller.abort(
+    state.lose(
       new ClaimLostError(
         `the driver epoch of run "${state.runId}" is not current: this claim holds ${state.epoch}, the run ${current ?? 'none'}`,
         { sqlstate: 'SB001' },
@@ -259,8 +281,14 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
       });
     }
     const { runId, epoch } = state;
-    const signal = state.controller.signal;
-    const log = createStreamDurability(pool, { runId }, { epoch, connectTimeoutMs });
+    const { signal } = state;
+    // Its writes refused with SB001 lose the claim.
+    const log = openStreamDurability(
+      pool,
+      { runId },
+      { epoch, firstChunkDeadlineMs: DEFAULT_FIRST_CHUNK_DEADLINE_MS, connectTimeoutMs },
+      state.lose,
+    );
 
     // Appends: one on its way at a time; what arrives meanwhile goes in the next one.
     const pending: unknown[] = [];
@@ -273,7 +301,6 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
           while (pending.length > 0 && failure === undefined) await log.append(pending.splice(0, batchMax));
         } catch (error) {
           failure = { error };
-          if (error instanceof ClaimLostError && !signal.aborted) state.controller.abort(error);
         } finally {
           inFlight = undefined;
         }
@@ -327,12 +354,7 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
       });
       await drain();
     }
-    try {
-      await log.close();
-    } catch (error) {
-      if (error instanceof ClaimLostError && !signal.aborted) state.controller.abort(error);
-      throw error;
-    }
+    await log.close();
     const finished = outcome ?? { status: 'completed' as const };
     const patch: RunRecordPatch = { status: finished.status, finishedAt: Date.now() };
     if (finished.error !== undefined) patch.error = finished.error;
@@ -340,10 +362,10 @@ export function createRunDriver(pool: Pool, options: RunDriverOptions = {}): PgR
     try {
       await poolQuery(pool, RUN_UPDATE_SQL, [runId, JSON.stringify(patch), epoch], connectTimeoutMs);
     } catch (error) {
-      if (error instanceof ClaimLostError && !signal.aborted) state.controller.abort(error);
+      if (error instanceof ClaimLostError) state.lose(error);
       throw error;
     }
   }
 
-  return { claim, pipe };
+  return { claim, claimLive, pipe };
 }

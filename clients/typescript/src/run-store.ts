@@ -1,7 +1,8 @@
 import type { Pool } from 'pg';
 
 import { ClaimLostError, InvalidArgumentError, SandboxStoreError } from './errors.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
+import { connectTimeoutOption, poolQuery } from './internal/pool.js';
+import { liveClaim, runRecordFromText } from './internal/runs.js';
 import {
   RUN_CREATE_SQL,
   RUN_FIND_ACTIVE_SQL,
@@ -9,10 +10,7 @@ import {
   RUN_LIST_BY_THREAD_SQL,
   RUN_LIST_RECLAIMABLE_SQL,
   RUN_UPDATE_SQL,
-  liveClaim,
-  runRecordFromText,
-} from './internal/runs.js';
-import { msOption } from './internal/sql.js';
+} from './internal/sql.js';
 import type { RunCreateInput, RunRecord, RunRecordPatch, RunStore } from './run-types.js';
 
 export interface RunStoreOptions {
@@ -77,8 +75,22 @@ function patchJson(patch: RunRecordPatch): string {
  *   is an error, not a record.
  */
 export function createRunStore(pool: Pool, options: RunStoreOptions = {}): PgRunStore {
-  const connectTimeoutMs =
-    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  return openRunStore(pool, resolveRunStoreOptions(options));
+}
+
+/** {@link RunStoreOptions}, checked, with the defaults filled in. */
+export interface ResolvedRunStoreOptions {
+  connectTimeoutMs: number;
+}
+
+/** The run store's options, checked, with the defaults filled in. */
+export function resolveRunStoreOptions(options: RunStoreOptions): ResolvedRunStoreOptions {
+  return { connectTimeoutMs: connectTimeoutOption(options.connectTimeoutMs) };
+}
+
+/** {@link createRunStore} with resolved options. */
+export function openRunStore(pool: Pool, options: ResolvedRunStoreOptions): PgRunStore {
+  const { connectTimeoutMs } = options;
   const one = async (text: string, values: readonly unknown[], what: string): Promise<RunRecord | null> => {
     const result = await poolQuery<{ record: string | null }>(pool, text, values, connectTimeoutMs);
     return runRecordFromText(result.rows[0]?.record ?? null, what);
@@ -112,9 +124,7 @@ export function createRunStore(pool: Pool, options: RunStoreOptions = {}): PgRun
       try {
         await poolQuery(pool, RUN_UPDATE_SQL, [runId ?? null, json, claim?.epoch ?? null], connectTimeoutMs);
       } catch (error) {
-        if (claim !== undefined && error instanceof ClaimLostError && !claim.controller.signal.aborted) {
-          claim.controller.abort(error);
-        }
+        if (claim !== undefined && error instanceof ClaimLostError) claim.lose(error);
         throw error;
       }
     },

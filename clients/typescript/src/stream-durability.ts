@@ -2,24 +2,21 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 
 import { ClaimLostError, InvalidArgumentError, InvalidLogOffsetError, SandboxStoreError } from './errors.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './internal/pool.js';
+import { connectTimeoutOption, poolQuery } from './internal/pool.js';
 import { RunLogListener } from './internal/run-listener.js';
 import { isMissingOrDenied, RunLogWaker } from './internal/run-waker.js';
+import { decodeOffset, encodeOffset, loseLiveClaim, seqNumber } from './internal/runs.js';
 import {
   LOG_APPEND_QUIET_SQL,
   LOG_APPEND_SQL,
   LOG_CLOSE_SQL,
   LOG_POLL_SQL,
-  LOG_WATCH_SQL,
   LOG_SNAPSHOT_SQL,
   LOG_UPSERT_SQL,
-  decodeOffset,
-  encodeOffset,
-  liveClaim,
-  seqNumber,
+  LOG_WATCH_SQL,
+  msOption,
   type LogPollRow,
-} from './internal/runs.js';
-import { msOption } from './internal/sql.js';
+} from './internal/sql.js';
 import type { RunLogEntry, UpsertableStreamDurability } from './run-types.js';
 
 /** How long a from-start join waits for a run's first chunk (memoryStream's default). */
@@ -151,15 +148,53 @@ export function createStreamDurability<TChunk = any>(
   source: RequestLike | StreamDurabilityInit,
   options: StreamDurabilityOptions = {},
 ): PgStreamDurability<TChunk> {
+  const resolved = resolveStreamDurabilityOptions(options);
+  const { epoch } = resolved;
+  // Made without the claim in hand: this process's claim of that epoch, if any, is lost.
+  const onClaimLost =
+    epoch === null
+      ? undefined
+      : (error: ClaimLostError, runId: string): void => loseLiveClaim(pool, runId, epoch, error);
+  return openStreamDurability<TChunk>(pool, source, resolved, onClaimLost);
+}
+
+/** {@link StreamDurabilityOptions}, checked, with the defaults filled in. */
+export interface ResolvedStreamDurabilityOptions {
+  epoch: number | null;
+  firstChunkDeadlineMs: number;
+  connectTimeoutMs: number;
+}
+
+/** The adapter's options, checked, with the defaults filled in. */
+export function resolveStreamDurabilityOptions(options: StreamDurabilityOptions): ResolvedStreamDurabilityOptions {
   const epoch = options.epoch ?? null;
   if (epoch !== null && (!Number.isSafeInteger(epoch) || epoch < 1)) {
     throw new InvalidArgumentError('epoch must be an integer >= 1', { sqlstate: '22023' });
   }
-  const deadlineMs =
+  const firstChunkDeadlineMs =
     msOption(options.firstChunkDeadlineMs ?? DEFAULT_FIRST_CHUNK_DEADLINE_MS, 'firstChunkDeadlineMs') ??
     DEFAULT_FIRST_CHUNK_DEADLINE_MS;
-  const connectTimeoutMs =
-    msOption(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const connectTimeoutMs = connectTimeoutOption(options.connectTimeoutMs);
+  return { epoch, firstChunkDeadlineMs, connectTimeoutMs };
+}
+
+/** Told that a write under the adapter's epoch was refused with SB001 (its claim is lost). */
+export type ClaimLostHandler = (error: ClaimLostError, runId: string) => void;
+
+/**
+ * {@link createStreamDurability} with resolved options; `onClaimLost` is
+ * called when a write under `options.epoch` is refused with SB001 (before
+ * the write rejects with that error).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: see run-types.ts
+export function openStreamDurability<TChunk = any>(
+  pool: Pool,
+  source: RequestLike | StreamDurabilityInit,
+  options: ResolvedStreamDurabilityOptions,
+  onClaimLost: ClaimLostHandler | undefined,
+): PgStreamDurability<TChunk> {
+  const { epoch, connectTimeoutMs } = options;
+  const deadlineMs = options.firstChunkDeadlineMs;
 
   let resumeOffset: string | null;
   let runId: string;
@@ -178,17 +213,12 @@ export function createStreamDurability<TChunk = any>(
     throw new InvalidArgumentError('source must be a Request or { runId, offset? }', { sqlstate: '22023' });
   }
 
-  /** A fenced write: SB001 aborts this process's claim of that epoch. */
+  /** A fenced write: SB001 tells onClaimLost (the claim of that epoch is lost). */
   const write = async <R extends object>(text: string, values: unknown[]) => {
     try {
       return await poolQuery<R & Record<string, unknown>>(pool, text, values, connectTimeoutMs);
     } catch (error) {
-      if (epoch !== null && error instanceof ClaimLostError) {
-        const claim = liveClaim(pool, runId);
-        if (claim !== undefined && claim.epoch === epoch && !claim.controller.signal.aborted) {
-          claim.controller.abort(error);
-        }
-      }
+      if (epoch !== null && error instanceof ClaimLostError) onClaimLost?.(error, runId);
       throw error;
     }
   };

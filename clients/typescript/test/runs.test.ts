@@ -703,6 +703,56 @@ describe('run driver (createRunDriver)', () => {
     );
   });
 
+  test("a claim is lost, its signal aborted with the reason, by each thing that tells: an app's adapter or the store's update under its epoch refused (SB001), the epoch check, the lock lost", async () => {
+    const runs = createRunStore(pool);
+    // Lock stores that do not exclude each other (different keys): a second claim supersedes the first.
+    const looseLocks = (suffix: string) => ({
+      withLock: <T>(key: string, fn: (signal: AbortSignal) => Promise<T>) =>
+        createLockStore(pool, { mode: 'lease' }).withLock(`${key}/${suffix}`, fn),
+    });
+    for (const kind of ['adapter', 'update', 'check'] as const) {
+      const driver = createRunDriver(pool, { checkEpochEveryMs: kind === 'check' ? 50 : null });
+      const runId = id(`lost-${kind}`);
+      await runs.createOrResume({ runId, threadId: 't', startedAt: 1 });
+      await driver.claim({ locks: looseLocks('a'), runId }, async (claim) => {
+        // Another host claims the run: this claim's epoch is superseded.
+        await createRunDriver(pool, { checkEpochEveryMs: null }).claim(
+          { locks: looseLocks('b'), runId },
+          async () => undefined,
+        );
+        assert.equal(claim.signal.aborted, false, `${kind}: nothing told yet`);
+        let refused: unknown;
+        if (kind === 'adapter') {
+          refused = await createStreamDurability(pool, { runId }, { epoch: claim.epoch })
+            .append([{ n: 1 }])
+            .catch((error: unknown) => error);
+        } else if (kind === 'update') {
+          refused = await runs.update(runId, { detachedSince: undefined }).catch((error: unknown) => error);
+        } else {
+          await eventually('the epoch check', () => claim.signal.aborted, 10_000);
+        }
+        assert.ok(claim.signal.aborted, `${kind}: the signal aborted`);
+        assert.ok(claim.signal.reason instanceof ClaimLostError, `${kind}: ${String(claim.signal.reason)}`);
+        assert.equal(claim.signal.reason.sqlstate, 'SB001');
+        if (kind !== 'check') assert.equal(claim.signal.reason, refused, `${kind}: with the refused write's error`);
+      });
+    }
+    // The lock or lease lost: the claim's signal aborts with its reason.
+    const runId = id('lost-lock');
+    await runs.createOrResume({ runId, threadId: 't', startedAt: 1 });
+    const lost = new Error('the lease ran out');
+    const lockSignal = new AbortController();
+    const locks = {
+      withLock: <T>(_key: string, fn: (signal: AbortSignal) => Promise<T>) => fn(lockSignal.signal),
+    };
+    await createRunDriver(pool, { checkEpochEveryMs: null }).claim({ locks, runId }, async (claim) => {
+      assert.equal(claim.signal.aborted, false);
+      lockSignal.abort(lost);
+      assert.ok(claim.signal.aborted);
+      assert.equal(claim.signal.reason, lost);
+    });
+  });
+
   test('a cancel request from a replica that does not drive the run is accepted while a driver holds it', async () => {
     const runs = createRunStore(pool);
     const driver = createRunDriver(pool, { checkEpochEveryMs: null });

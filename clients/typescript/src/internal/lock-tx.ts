@@ -22,6 +22,17 @@ import { Mutex, gateOf, type Gate, type Owner } from './gate.js';
 import { Frame, chainOwners, innermostHold, runInFrame } from './frames.js';
 import { Hold, type Section } from './hold.js';
 import { connect, type BackgroundErrorHandler } from './pool.js';
+import {
+  BEGIN_SQL,
+  COMMIT_SQL,
+  RELEASE_OP_SQL,
+  RELEASE_TAKE_SQL,
+  ROLLBACK_SQL,
+  ROLLBACK_TO_OP_SQL,
+  ROLLBACK_TO_TAKE_SQL,
+  SAVEPOINT_OP_SQL,
+  SAVEPOINT_TAKE_SQL,
+} from './sql.js';
 import { remainingWait, waitingStatement, type KeyStatement, type WaitOptions } from './wait.js';
 
 /** The innermost live lock-mode transaction over `pool` in this call chain. */
@@ -91,7 +102,7 @@ export class LockTx extends Hold {
     const tx = new LockTx(pool, key, owner, client, wait.onError, wait.connectTimeoutMs);
     tx.keys.set(key, { gate, reentry: new Mutex() });
     try {
-      await tx.statement('BEGIN', []);
+      await tx.statement(BEGIN_SQL, []);
       const values = statement.values(remainingWait(wait, started));
       const rows = await tx.lockStatement<R>(statement.text, values, wait.signal, false);
       return { section: tx.topSection(), rows };
@@ -246,7 +257,7 @@ export class LockTx extends Hold {
           signal?.throwIfAborted();
           if (this.lost !== undefined) throw this.lost;
           if (this.ended) throw new SandboxStoreError(`the lock on sandbox key "${this.key}" was already released`);
-          if (savepoint) await this.client.query('SAVEPOINT sandbox_store_take');
+          if (savepoint) await this.client.query(SAVEPOINT_TAKE_SQL);
         } catch (error) {
           reject(error === signal?.reason || error instanceof SandboxStoreError ? error : this.failure(error));
           return;
@@ -259,7 +270,7 @@ export class LockTx extends Hold {
           await outcome.abandoned;
         } else if (outcome.result !== undefined) {
           try {
-            if (savepoint) await this.client.query('RELEASE SAVEPOINT sandbox_store_take');
+            if (savepoint) await this.client.query(RELEASE_TAKE_SQL);
             resolve(outcome.result.rows);
           } catch (error) {
             reject(this.failure(error));
@@ -271,8 +282,8 @@ export class LockTx extends Hold {
         if (savepoint && this.lost === undefined && !isConnectionError(outcome.error)) {
           // Undo the lock (if it came after all) and whatever the statement did.
           try {
-            await this.client.query('ROLLBACK TO SAVEPOINT sandbox_store_take');
-            await this.client.query('RELEASE SAVEPOINT sandbox_store_take');
+            await this.client.query(ROLLBACK_TO_TAKE_SQL);
+            await this.client.query(RELEASE_TAKE_SQL);
           } catch {
             // The transaction is doomed: COMMIT will answer ROLLBACK.
           }
@@ -291,15 +302,15 @@ export class LockTx extends Hold {
       if (this.ended) throw new SandboxStoreError(`the lock on sandbox key "${this.key}" was already released`);
       if (this.lost !== undefined) throw this.lost;
       try {
-        await this.client.query('SAVEPOINT sandbox_store_op');
+        await this.client.query(SAVEPOINT_OP_SQL);
         const result = await this.client.query<R>(text, values as unknown[]);
-        await this.client.query('RELEASE SAVEPOINT sandbox_store_op');
+        await this.client.query(RELEASE_OP_SQL);
         return result;
       } catch (error) {
         if (!isConnectionError(error) && this.lost === undefined) {
           try {
-            await this.client.query('ROLLBACK TO SAVEPOINT sandbox_store_op');
-            await this.client.query('RELEASE SAVEPOINT sandbox_store_op');
+            await this.client.query(ROLLBACK_TO_OP_SQL);
+            await this.client.query(RELEASE_OP_SQL);
           } catch {
             // The transaction is doomed: COMMIT will answer ROLLBACK, and finish() reports it.
           }
@@ -327,7 +338,7 @@ export class LockTx extends Hold {
     let broken = this.lost !== undefined;
     if (!broken) {
       try {
-        const result = await this.client.query(commit ? 'COMMIT' : 'ROLLBACK');
+        const result = await this.client.query(commit ? COMMIT_SQL : ROLLBACK_SQL);
         if (commit && result.command !== 'COMMIT') {
           failure = new SandboxStoreError(
             `the critical section of sandbox key "${this.key}" was rolled back: a statement in it failed`,

@@ -6,12 +6,18 @@
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 
 import { ConnectionUnavailableError, SandboxStoreError, isConnectionError, toStoreError } from '../errors.js';
+import { msOption } from './sql.js';
 
 /** Called with errors that nobody awaits (a failed release, a failed rollback). */
 export type BackgroundErrorHandler = (error: unknown) => void;
 
 /** Default bound of a wait for a pool connection. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+
+/** The `connectTimeoutMs` option, checked, with its default filled in (every entry point's). */
+export function connectTimeoutOption(value: number | undefined): number {
+  return msOption(value ?? DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs') ?? DEFAULT_CONNECT_TIMEOUT_MS;
+}
 
 /** Rejects with the signal's reason once it aborts (never settles otherwise). */
 export function abortedPromise(signal: AbortSignal | undefined): { promise: Promise<never>; dispose: () => void } {

@@ -18,7 +18,7 @@
 import type { Client, ClientConfig, Notification, Pool } from 'pg';
 
 import { SandboxStoreError, toStoreError } from '../errors.js';
-import { RUN_LOG_CHANNEL } from './runs.js';
+import { RUN_LOG_CHANNEL, RUN_LOG_LISTEN_SQL } from './sql.js';
 
 /** How long an idle listener connection stays open for the next reader. */
 const IDLE_MS = 2_000;
@@ -170,7 +170,7 @@ export class RunLogListener {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${RUN_LOG_CHANNEL}`);
+      await client.query(RUN_LOG_LISTEN_SQL);
     } catch (error) {
       client.removeAllListeners('end');
       client.on('error', () => undefined);

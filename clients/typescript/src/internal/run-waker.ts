@@ -29,21 +29,7 @@ import type { Pool } from 'pg';
 
 import { sqlstateOf } from '../errors.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, poolQuery } from './pool.js';
-
-/** run_log_wake for every run of $1. */
-const LOG_WAKE_SQL = 'SELECT sandbox_store.run_log_wake(VARIADIC $1::pg_catalog.text[]) AS woken';
-
-/** The channel of every run of $1 notified directly (run_log_wake's notification, without its watched check). */
-const LOG_NOTIFY_SQL =
-  "SELECT pg_catalog.pg_notify('sandbox_store_run_log', r) FROM pg_catalog.unnest($1::pg_catalog.text[]) AS r";
-
-/** Whether this role may call run_log_wake and run_log_append with notify (1.7.0). */
-const LOG_WAKE_SUPPORTED_SQL =
-  'SELECT COALESCE(pg_catalog.has_function_privilege(' +
-  "pg_catalog.to_regprocedure('sandbox_store.run_log_wake(pg_catalog.text[])'), 'EXECUTE')" +
-  ' AND pg_catalog.has_function_privilege(' +
-  "pg_catalog.to_regprocedure('sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)')," +
-  " 'EXECUTE'), false) AS supported";
+import { LOG_NOTIFY_SQL, LOG_WAKE_SQL, LOG_WAKE_SUPPORTED_SQL } from './sql.js';
 
 const RETRIES = 3;
 const RETRY_MS = 100;

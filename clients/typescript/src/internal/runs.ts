@@ -1,7 +1,8 @@
 /**
- * What the run store, the run log adapter and the run driver share: the SQL
- * of the run functions (extension 1.5), the record and offset conversions,
- * and the registry of this process's live driver claims.
+ * What the run store, the run log adapter and the run driver share: the
+ * record and offset conversions, and this process's live driver claims (how
+ * one is lost, and their registry); the SQL of the run functions is in
+ * sql.ts.
  *
  * Records and chunks come back as jsonb's text, parsed here (whatever type
  * parsers the app installed).
@@ -11,97 +12,6 @@ import type { Pool } from 'pg';
 
 import { InvalidLogOffsetError, SandboxStoreError } from '../errors.js';
 import { isRunStatus, type RunRecord } from '../run-types.js';
-
-/** run_create_or_resume; $1 run, $2 thread, $3 startedAt, $4 status. */
-export const RUN_CREATE_SQL =
-  'SELECT sandbox_store.run_create_or_resume(run_id => $1::pg_catalog.text, thread_id => $2::pg_catalog.text,' +
-  ' started_at => $3::pg_catalog.float8, status => $4::pg_catalog.text)::pg_catalog.text AS record';
-
-/** run_update; $1 run, $2 patch (JSON text), $3 epoch (NULL: unfenced). */
-export const RUN_UPDATE_SQL =
-  'SELECT sandbox_store.run_update(run_id => $1::pg_catalog.text, patch => $2::pg_catalog.jsonb,' +
-  ' epoch => $3::pg_catalog.int8) AS updated';
-
-/** run_get; $1 run. */
-export const RUN_GET_SQL = 'SELECT sandbox_store.run_get(run_id => $1::pg_catalog.text)::pg_catalog.text AS record';
-
-/** run_list_by_thread, in the function's order; $1 thread. */
-export const RUN_LIST_BY_THREAD_SQL =
-  'SELECT l.r::pg_catalog.text AS record' +
-  ' FROM sandbox_store.run_list_by_thread(thread_id => $1::pg_catalog.text) WITH ORDINALITY AS l(r, n) ORDER BY l.n';
-
-/** run_list_reclaimable, in the function's order; $1 now, $2 ttl ms. */
-export const RUN_LIST_RECLAIMABLE_SQL =
-  'SELECT l.r::pg_catalog.text AS record' +
-  ' FROM sandbox_store.run_list_reclaimable(now => $1::pg_catalog.float8, ttl_ms => $2::pg_catalog.float8)' +
-  ' WITH ORDINALITY AS l(r, n) ORDER BY l.n';
-
-/** run_find_active; $1 thread. */
-export const RUN_FIND_ACTIVE_SQL =
-  'SELECT sandbox_store.run_find_active(thread_id => $1::pg_catalog.text)::pg_catalog.text AS record';
-
-/** run_claim; $1 run. */
-export const RUN_CLAIM_SQL = 'SELECT sandbox_store.run_claim(run_id => $1::pg_catalog.text)::pg_catalog.text AS epoch';
-
-/** run_log_append; $1 run, $2 chunks (a JSON array), $3 epoch. */
-export const LOG_APPEND_SQL =
-  'SELECT sandbox_store.run_log_append(run_id => $1::pg_catalog.text, chunks => $2::pg_catalog.jsonb,' +
-  ' epoch => $3::pg_catalog.int8)::pg_catalog.text[] AS seqs';
-
-/**
- * run_log_append with notify false (extension 1.7.0): the readers are woken
- * after the commit (run-waker.ts); $1 run, $2 chunks, $3 epoch.
- */
-export const LOG_APPEND_QUIET_SQL =
-  'SELECT sandbox_store.run_log_append(run_id => $1::pg_catalog.text, chunks => $2::pg_catalog.jsonb,' +
-  ' epoch => $3::pg_catalog.int8, notify => false)::pg_catalog.text[] AS seqs';
-
-/** run_log_upsert; $1 run, $2 seqs, $3 chunks (a JSON array), $4 epoch. */
-export const LOG_UPSERT_SQL =
-  'SELECT sandbox_store.run_log_upsert(run_id => $1::pg_catalog.text, seqs => $2::pg_catalog.int8[],' +
-  ' chunks => $3::pg_catalog.jsonb, epoch => $4::pg_catalog.int8)::pg_catalog.text[] AS seqs';
-
-/** run_log_close; $1 run, $2 epoch. */
-export const LOG_CLOSE_SQL =
-  'SELECT sandbox_store.run_log_close(run_id => $1::pg_catalog.text, epoch => $2::pg_catalog.int8) AS closed';
-
-/**
- * run_log_watch; $1 run.  A reader calls it once LISTEN is in effect: from
- * then on every write of the log notifies (a log nobody watches is written
- * without notifications), and every write before it is committed.
- */
-export const LOG_WATCH_SQL = 'SELECT 1 FROM sandbox_store.run_log_watch(run_id => $1::pg_catalog.text)';
-
-/** run_log_read from the start (a snapshot); $1 run. */
-export const LOG_SNAPSHOT_SQL =
-  'SELECT r.seq::pg_catalog.text AS seq, r.chunk::pg_catalog.text AS chunk' +
-  ' FROM sandbox_store.run_log_read(run_id => $1::pg_catalog.text, after => 0) AS r ORDER BY r.seq';
-
-/**
- * A reader's poll, in one statement (one snapshot): the log's status (a row
- * with seq NULL; none when there is no log) and at most $3 entries after $2.
- * Entries committed with the status are all there: a reader that sees the
- * log closed has seen every entry.
- */
-export const LOG_POLL_SQL =
-  'SELECT NULL::pg_catalog.text AS seq, NULL::pg_catalog.text AS chunk,' +
-  ' s.last_seq::pg_catalog.text AS last_seq, s.closed' +
-  ' FROM sandbox_store.run_log_status(run_id => $1::pg_catalog.text) AS s' +
-  ' UNION ALL' +
-  ' SELECT r.seq::pg_catalog.text, r.chunk::pg_catalog.text, NULL, NULL' +
-  ' FROM sandbox_store.run_log_read(run_id => $1::pg_catalog.text, after => $2::pg_catalog.int8,' +
-  ' max_rows => $3::pg_catalog.int4) AS r';
-
-/** A row of {@link LOG_POLL_SQL}. */
-export interface LogPollRow {
-  seq: string | null;
-  chunk: string | null;
-  last_seq: string | null;
-  closed: boolean | null;
-}
-
-/** The NOTIFY channel of every run log write; the payload is the run id. */
-export const RUN_LOG_CHANNEL = 'sandbox_store_run_log';
 
 /**
  * A record as the run functions return it (jsonb text), checked: a status
@@ -182,19 +92,39 @@ export function decodeOffset(offset: unknown): { runId: string; seq: number } {
 }
 
 /*
- * The registry of this process's live driver claims, per pool and run: the
- * run store passes a claim's epoch with its updates, and a fenced write
- * refused with SB001 aborts the claim it was made under.  Entries exist
- * only while a claim's `fn` runs.  Inside a claim's call chain its own claim
- * is found first (an AsyncLocalStorage context), so that a host's updates
- * carry its own epoch even if a later claim of the run lives in the process.
+ * A claim of a run driver of this package, and how it is lost: its signal
+ * aborts through `lose` and nothing else, whatever told (the lock or lease
+ * lost, the epoch check, a write under its epoch refused with SB001).  Who
+ * makes a fenced write for a claim hands the adapter (or catches for
+ * itself) the claim's `lose`.
+ *
+ * The registry of this process's live driver claims, per pool and run, is
+ * for the writes made without one in hand: the run store passes a claim's
+ * epoch with its updates, and an update, or a write of an adapter made with
+ * `createStreamDurability(..., { epoch })`, refused with SB001 loses the
+ * claim it was made under.  Entries exist only while a claim's `fn` runs.
+ * Inside a claim's call chain its own claim is found first (an
+ * AsyncLocalStorage context), so that a host's updates carry its own epoch
+ * even if a later claim of the run lives in the process.
  */
 
 /** A live claim of a run driver of this package. */
 export interface LiveClaim {
   readonly runId: string;
   readonly epoch: number;
-  readonly controller: AbortController;
+  /** Aborts when the claim is lost (with the first reason given to `lose`). */
+  readonly signal: AbortSignal;
+  /** The claim is lost: its signal aborts with `reason` (a no-op once it was lost). */
+  readonly lose: (reason: unknown) => void;
+}
+
+/** A claim of `runId` under `epoch`, not lost yet. */
+export function newClaim(runId: string, epoch: number): LiveClaim {
+  const controller = new AbortController();
+  const lose = (reason: unknown): void => {
+    if (!controller.signal.aborted) controller.abort(reason);
+  };
+  return { runId, epoch, signal: controller.signal, lose };
 }
 
 const claimsByPool = new WeakMap<Pool, Map<string, LiveClaim>>();
@@ -210,7 +140,7 @@ export function registerClaim(pool: Pool, claim: LiveClaim): () => void {
   return () => {
     const current = claimsByPool.get(pool);
     if (current?.get(claim.runId) !== claim) return;
-    if (previous !== undefined && !previous.controller.signal.aborted) current.set(claim.runId, previous);
+    if (previous !== undefined && !previous.signal.aborted) current.set(claim.runId, previous);
     else current.delete(claim.runId);
     if (current.size === 0) claimsByPool.delete(pool);
   };
@@ -231,4 +161,13 @@ export function liveClaim(pool: Pool, runId: string): LiveClaim | undefined {
     if (entry !== undefined && entry.pool === pool && entry.claim.runId === runId) return entry.claim;
   }
   return claimsByPool.get(pool)?.get(runId);
+}
+
+/**
+ * A write under `epoch` of `runId` was refused with SB001: this process's
+ * live claim of that run and epoch, if any, is lost.
+ */
+export function loseLiveClaim(pool: Pool, runId: string, epoch: number, error: unknown): void {
+  const claim = liveClaim(pool, runId);
+  if (claim !== undefined && claim.epoch === epoch) claim.lose(error);
 }

@@ -1,5 +1,7 @@
 /**
- * SQL text and value conversions shared by the stores.
+ * Every SQL statement the client sends (the stores', the run functions',
+ * the run log waker's and listener's, and a lock-mode section's transaction
+ * control), and the value conversions they share.
  *
  * Every function is schema-qualified and called with named arguments (the
  * extension's public contract); operators are spelled OPERATOR(pg_catalog.x)
@@ -266,3 +268,133 @@ export const CHECKPOINT_HEAD_SQL = 'SELECT sandbox_store.checkpoint_head(thread_
 export const CHECKPOINT_BLOBS_SQL =
   'SELECT b.key, b.refs::pg_catalog.text AS refs' +
   ' FROM sandbox_store.checkpoint_blob_references() WITH ORDINALITY AS b(key, refs, n) ORDER BY b.n';
+
+/*
+ * Durable runs: the run functions (extension 1.5).  Records and chunks come
+ * back as jsonb's text (runs.ts parses them).
+ */
+
+/** run_create_or_resume; $1 run, $2 thread, $3 startedAt, $4 status. */
+export const RUN_CREATE_SQL =
+  'SELECT sandbox_store.run_create_or_resume(run_id => $1::pg_catalog.text, thread_id => $2::pg_catalog.text,' +
+  ' started_at => $3::pg_catalog.float8, status => $4::pg_catalog.text)::pg_catalog.text AS record';
+
+/** run_update; $1 run, $2 patch (JSON text), $3 epoch (NULL: unfenced). */
+export const RUN_UPDATE_SQL =
+  'SELECT sandbox_store.run_update(run_id => $1::pg_catalog.text, patch => $2::pg_catalog.jsonb,' +
+  ' epoch => $3::pg_catalog.int8) AS updated';
+
+/** run_get; $1 run. */
+export const RUN_GET_SQL = 'SELECT sandbox_store.run_get(run_id => $1::pg_catalog.text)::pg_catalog.text AS record';
+
+/** run_list_by_thread, in the function's order; $1 thread. */
+export const RUN_LIST_BY_THREAD_SQL =
+  'SELECT l.r::pg_catalog.text AS record' +
+  ' FROM sandbox_store.run_list_by_thread(thread_id => $1::pg_catalog.text) WITH ORDINALITY AS l(r, n) ORDER BY l.n';
+
+/** run_list_reclaimable, in the function's order; $1 now, $2 ttl ms. */
+export const RUN_LIST_RECLAIMABLE_SQL =
+  'SELECT l.r::pg_catalog.text AS record' +
+  ' FROM sandbox_store.run_list_reclaimable(now => $1::pg_catalog.float8, ttl_ms => $2::pg_catalog.float8)' +
+  ' WITH ORDINALITY AS l(r, n) ORDER BY l.n';
+
+/** run_find_active; $1 thread. */
+export const RUN_FIND_ACTIVE_SQL =
+  'SELECT sandbox_store.run_find_active(thread_id => $1::pg_catalog.text)::pg_catalog.text AS record';
+
+/** run_claim; $1 run. */
+export const RUN_CLAIM_SQL = 'SELECT sandbox_store.run_claim(run_id => $1::pg_catalog.text)::pg_catalog.text AS epoch';
+
+/** run_log_append; $1 run, $2 chunks (a JSON array), $3 epoch. */
+export const LOG_APPEND_SQL =
+  'SELECT sandbox_store.run_log_append(run_id => $1::pg_catalog.text, chunks => $2::pg_catalog.jsonb,' +
+  ' epoch => $3::pg_catalog.int8)::pg_catalog.text[] AS seqs';
+
+/**
+ * run_log_append with notify false (extension 1.7.0): the readers are woken
+ * after the commit (run-waker.ts); $1 run, $2 chunks, $3 epoch.
+ */
+export const LOG_APPEND_QUIET_SQL =
+  'SELECT sandbox_store.run_log_append(run_id => $1::pg_catalog.text, chunks => $2::pg_catalog.jsonb,' +
+  ' epoch => $3::pg_catalog.int8, notify => false)::pg_catalog.text[] AS seqs';
+
+/** run_log_upsert; $1 run, $2 seqs, $3 chunks (a JSON array), $4 epoch. */
+export const LOG_UPSERT_SQL =
+  'SELECT sandbox_store.run_log_upsert(run_id => $1::pg_catalog.text, seqs => $2::pg_catalog.int8[],' +
+  ' chunks => $3::pg_catalog.jsonb, epoch => $4::pg_catalog.int8)::pg_catalog.text[] AS seqs';
+
+/** run_log_close; $1 run, $2 epoch. */
+export const LOG_CLOSE_SQL =
+  'SELECT sandbox_store.run_log_close(run_id => $1::pg_catalog.text, epoch => $2::pg_catalog.int8) AS closed';
+
+/**
+ * run_log_watch; $1 run.  A reader calls it once LISTEN is in effect: from
+ * then on every write of the log notifies (a log nobody watches is written
+ * without notifications), and every write before it is committed.
+ */
+export const LOG_WATCH_SQL = 'SELECT 1 FROM sandbox_store.run_log_watch(run_id => $1::pg_catalog.text)';
+
+/** run_log_read from the start (a snapshot); $1 run. */
+export const LOG_SNAPSHOT_SQL =
+  'SELECT r.seq::pg_catalog.text AS seq, r.chunk::pg_catalog.text AS chunk' +
+  ' FROM sandbox_store.run_log_read(run_id => $1::pg_catalog.text, after => 0) AS r ORDER BY r.seq';
+
+/**
+ * A reader's poll, in one statement (one snapshot): the log's status (a row
+ * with seq NULL; none when there is no log) and at most $3 entries after $2.
+ * Entries committed with the status are all there: a reader that sees the
+ * log closed has seen every entry.
+ */
+export const LOG_POLL_SQL =
+  'SELECT NULL::pg_catalog.text AS seq, NULL::pg_catalog.text AS chunk,' +
+  ' s.last_seq::pg_catalog.text AS last_seq, s.closed' +
+  ' FROM sandbox_store.run_log_status(run_id => $1::pg_catalog.text) AS s' +
+  ' UNION ALL' +
+  ' SELECT r.seq::pg_catalog.text, r.chunk::pg_catalog.text, NULL, NULL' +
+  ' FROM sandbox_store.run_log_read(run_id => $1::pg_catalog.text, after => $2::pg_catalog.int8,' +
+  ' max_rows => $3::pg_catalog.int4) AS r';
+
+/** A row of {@link LOG_POLL_SQL}. */
+export interface LogPollRow {
+  seq: string | null;
+  chunk: string | null;
+  last_seq: string | null;
+  closed: boolean | null;
+}
+
+/** The NOTIFY channel of every run log write; the payload is the run id. */
+export const RUN_LOG_CHANNEL = 'sandbox_store_run_log';
+
+/** run_log_wake for every run of $1. */
+export const LOG_WAKE_SQL = 'SELECT sandbox_store.run_log_wake(VARIADIC $1::pg_catalog.text[]) AS woken';
+
+/** The channel of every run of $1 notified directly (run_log_wake's notification, without its watched check). */
+export const LOG_NOTIFY_SQL =
+  "SELECT pg_catalog.pg_notify('sandbox_store_run_log', r) FROM pg_catalog.unnest($1::pg_catalog.text[]) AS r";
+
+/** Whether this role may call run_log_wake and run_log_append with notify (1.7.0). */
+export const LOG_WAKE_SUPPORTED_SQL =
+  'SELECT COALESCE(pg_catalog.has_function_privilege(' +
+  "pg_catalog.to_regprocedure('sandbox_store.run_log_wake(pg_catalog.text[])'), 'EXECUTE')" +
+  ' AND pg_catalog.has_function_privilege(' +
+  "pg_catalog.to_regprocedure('sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)')," +
+  " 'EXECUTE'), false) AS supported";
+
+/** The listener connection's LISTEN (run-listener.ts). */
+export const RUN_LOG_LISTEN_SQL = `LISTEN ${RUN_LOG_CHANNEL}`;
+
+/*
+ * Transaction control of a lock-mode section (lock-tx.ts): its transaction,
+ * a savepoint around the wait for another key's lock (take), and one around
+ * each statement of the instance store (op).
+ */
+
+export const BEGIN_SQL = 'BEGIN';
+export const COMMIT_SQL = 'COMMIT';
+export const ROLLBACK_SQL = 'ROLLBACK';
+export const SAVEPOINT_TAKE_SQL = 'SAVEPOINT sandbox_store_take';
+export const RELEASE_TAKE_SQL = 'RELEASE SAVEPOINT sandbox_store_take';
+export const ROLLBACK_TO_TAKE_SQL = 'ROLLBACK TO SAVEPOINT sandbox_store_take';
+export const SAVEPOINT_OP_SQL = 'SAVEPOINT sandbox_store_op';
+export const RELEASE_OP_SQL = 'RELEASE SAVEPOINT sandbox_store_op';
+export const ROLLBACK_TO_OP_SQL = 'ROLLBACK TO SAVEPOINT sandbox_store_op';
