@@ -19,8 +19,8 @@
 #
 # The parts are in three places: parts/shared (both editions), parts/c-edition
 # and parts/sql-edition (one edition's only).  A part NAME is parts/NAME.sql,
-# a directory parts/NAME (shared/checkpoints, shared/runs: one function per
-# file), whose *.sql files are taken in name order (as bytes: helpers, whose
+# a directory parts/NAME (shared/helpers, shared/checkpoints, shared/runs:
+# one function per file), whose *.sql files are taken in name order (as bytes: helpers, whose
 # names start with an underscore, come first), or sql-edition/functions: the
 # SQL edition's functions, parts/sql-edition/GROUP.FUNCTION.sql, in the
 # order of the list sql_functions below.  The checks a script of the SQL
@@ -164,12 +164,12 @@ body() {
 	case $1 in
 	c) class=$c_class files="shared/schema shared/internal-schema shared/key-locks shared/edition
 		c-edition/functions c-edition/internal
-		shared/checkpoint-tables shared/checkpoints shared/run-tables shared/runs
+		shared/helpers shared/checkpoint-tables shared/checkpoints shared/run-tables shared/runs
 		shared/comments shared/distribute shared/guard-changes c-edition/guard c-edition/event-trigger
 		shared/grants" ;;
 	*) class=1 files="shared/schema shared/internal-schema shared/key-locks shared/edition
 		sql-edition/functions sql-edition/checkpoint_check._checkpoint_check
-		shared/checkpoint-tables shared/checkpoints shared/run-tables shared/runs
+		shared/helpers shared/checkpoint-tables shared/checkpoints shared/run-tables shared/runs
 		sql-edition/run_log.run_log_append sql-edition/run_log.run_log_append-3
 		shared/comments shared/distribute shared/guard-changes
 		shared/grants" ;;

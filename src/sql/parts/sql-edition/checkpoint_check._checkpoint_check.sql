@@ -87,18 +87,18 @@ BEGIN
         PERFORM sandbox_store_internal._invalid_entry('A checkpoint is a JSON object.');
     END IF;
     IF jsonb_typeof(c -> 'id') IS DISTINCT FROM 'string' THEN
-        PERFORM sandbox_store_internal._checkpoint_id(NULL, 'checkpoint id', 1024);
+        PERFORM sandbox_store_internal._check_id('SBC07', NULL, 'checkpoint id', 1024);
     END IF;
-    PERFORM sandbox_store_internal._checkpoint_id(c ->> 'id', 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._check_id('SBC07', c ->> 'id', 'checkpoint id', 1024);
     IF jsonb_typeof(c -> 'threadId') IS DISTINCT FROM 'string' THEN
-        PERFORM sandbox_store_internal._checkpoint_id(NULL, 'thread id', 1000);
+        PERFORM sandbox_store_internal._check_id('SBC07', NULL, 'thread id', 1000);
     END IF;
-    PERFORM sandbox_store_internal._checkpoint_id(c ->> 'threadId', 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('SBC07', c ->> 'threadId', 'thread id', 1000);
     IF jsonb_typeof(c -> 'parentCheckpointId') NOT IN ('string', 'null') THEN
-        PERFORM sandbox_store_internal._checkpoint_id(NULL, 'parent checkpoint id', 1024);
+        PERFORM sandbox_store_internal._check_id('SBC07', NULL, 'parent checkpoint id', 1024);
     END IF;
     IF jsonb_typeof(c -> 'parentCheckpointId') = 'string' THEN
-        PERFORM sandbox_store_internal._checkpoint_id(c ->> 'parentCheckpointId', 'parent checkpoint id', 1024);
+        PERFORM sandbox_store_internal._check_id('SBC07', c ->> 'parentCheckpointId', 'parent checkpoint id', 1024);
     END IF;
 
     IF (CASE WHEN jsonb_typeof(c -> 'createdAt') IS DISTINCT FROM 'number' THEN true

@@ -34,25 +34,25 @@ BEGIN
     -- (the checks are simple expressions, which PL/pgSQL evaluates without
     -- running a query)
     IF run_log_append.run_id IS NULL OR octet_length(run_log_append.run_id) NOT BETWEEN 1 AND @MAX_TEXT_BYTES@ THEN
-        PERFORM sandbox_store_internal._run_id(run_log_append.run_id, 'run id', @MAX_TEXT_BYTES@);
+        PERFORM sandbox_store_internal._check_id('22023', run_log_append.run_id, 'run id', @MAX_TEXT_BYTES@);
     END IF;
     IF jsonb_typeof(run_log_append.chunks) IS DISTINCT FROM 'array' THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid chunks',
             format('chunks is a JSON array of JSON objects; the value given is %s.',
                    COALESCE(jsonb_typeof(run_log_append.chunks), 'missing')));
     END IF;
     -- (strict: in lax mode a nested array is unwrapped, and its elements
     -- would be checked instead of the array itself)
     IF jsonb_path_exists(run_log_append.chunks, 'strict $[*] ? (@.type() != "object")') THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid chunks',
             'chunks is a JSON array of JSON objects; an element is not an object.');
     END IF;
-    IF run_log_append.epoch OPERATOR(pg_catalog.<) 1 THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
+    IF run_log_append.epoch < 1 THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid epoch',
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_log_append.epoch));
     END IF;
     IF run_log_append.notify IS NULL THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid notify',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid notify',
             'notify is true (a watched log''s append notifies when it commits) or false (the caller wakes the readers with run_log_wake after the commit); the value given is missing.');
     END IF;
     n := jsonb_array_length(run_log_append.chunks);
@@ -82,7 +82,7 @@ BEGIN
                                                   v_status IS NOT NULL);
     END IF;
     IF v_closed IS NOT NULL THEN
-        PERFORM sandbox_store_internal._run_raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_append.run_id)),
+        PERFORM sandbox_store_internal._raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_append.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');
     END IF;
     IF v_status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'aborted']) THEN

@@ -12,7 +12,7 @@ DECLARE
     l record;
 BEGIN
     IF writer_thread_id IS DISTINCT FROM thread_id THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
+        PERFORM sandbox_store_internal._raise('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
             format('The writer given holds thread %s, not this one.  Nothing was changed.', to_jsonb(writer_thread_id)));
     END IF;
     SELECT s.owner_token, s.fence, s.lease_expires_at INTO l
@@ -20,8 +20,8 @@ BEGIN
      WHERE s.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key(thread_id)
        FOR UPDATE;
     IF l.owner_token IS NULL OR l.owner_token IS DISTINCT FROM _check_writer.owner_token
-       OR l.fence IS DISTINCT FROM _check_writer.fence OR l.lease_expires_at OPERATOR(pg_catalog.<=) now THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
+       OR l.fence IS DISTINCT FROM _check_writer.fence OR l.lease_expires_at <= now THEN
+        PERFORM sandbox_store_internal._raise('SB001', format('the checkpoint writer of thread %s was lost', to_jsonb(thread_id)),
             CASE WHEN l.owner_token IS NULL THEN 'The thread has no writer: it was released or never taken.  Nothing was changed.'
                  WHEN l.owner_token IS DISTINCT FROM _check_writer.owner_token OR l.fence IS DISTINCT FROM _check_writer.fence
                  THEN format('The thread''s writer has fence %s now: the lease was taken over.  Nothing was changed.', l.fence)

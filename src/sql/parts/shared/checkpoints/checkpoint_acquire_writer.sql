@@ -14,7 +14,7 @@ DECLARE
     now pg_catalog.timestamptz := COALESCE(checkpoint_acquire_writer.at, clock_timestamp());
     cur record;
 BEGIN
-    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_acquire_writer.thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('SBC07', checkpoint_acquire_writer.thread_id, 'thread id', 1000);
     IF lease_ms IS NULL OR lease_ms <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', lease_ms);
@@ -47,11 +47,11 @@ BEGIN
               FROM ONLY sandbox_store.leases l WHERE l.key OPERATOR(pg_catalog.=) k FOR UPDATE NOWAIT;
         END IF;
     EXCEPTION WHEN lock_not_available THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
+        PERFORM sandbox_store_internal._raise('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
             'Another transaction is acquiring, renewing, releasing or writing with the thread''s writer and has not ended.');
     END;
     IF cur.owner_token IS NOT NULL AND cur.lease_expires_at > now THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
+        PERFORM sandbox_store_internal._raise('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
             format('Its lease (fence %s) runs until %s.', cur.fence, cur.lease_expires_at));
     END IF;
     INSERT INTO sandbox_store.leases AS l (key, fence, owner_token, lease_expires_at)
@@ -68,7 +68,7 @@ BEGIN
     RETURNING l.fence, l.owner_token, l.lease_expires_at INTO fence, owner_token, expires_at;
     IF NOT FOUND THEN
         -- Another writer took the thread's first lease meanwhile.
-        PERFORM sandbox_store_internal._checkpoint_error('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
+        PERFORM sandbox_store_internal._raise('SBC05', format('thread %s has a checkpoint writer', to_jsonb(checkpoint_acquire_writer.thread_id)),
             'Another writer took the lease at the same time.');
     END IF;
     RETURN NEXT;

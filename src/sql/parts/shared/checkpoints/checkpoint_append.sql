@@ -26,24 +26,24 @@ BEGIN
     v_keys := sandbox_store_internal._checkpoint_check(checkpoint_append.checkpoint);
     PERFORM sandbox_store_internal._check_writer(v_thread, writer_thread_id, checkpoint_append.owner_token, checkpoint_append.fence, COALESCE(checkpoint_append.at, clock_timestamp()));
     IF EXISTS (SELECT FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
+        PERFORM sandbox_store_internal._raise('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
             'Checkpoints are immutable: an id is appended once.');
     END IF;
     SELECT h.head_id INTO v_head FROM ONLY sandbox_store.checkpoint_heads h
      WHERE h.thread_id OPERATOR(pg_catalog.=) v_thread FOR UPDATE;
     IF v_head IS DISTINCT FROM expected_head_id THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC01', format('the head of thread %s is not the expected one', to_jsonb(v_thread)),
+        PERFORM sandbox_store_internal._raise('SBC01', format('the head of thread %s is not the expected one', to_jsonb(v_thread)),
             format('The head is %s; the append expected %s.', COALESCE(to_jsonb(v_head), 'null'), COALESCE(to_jsonb(expected_head_id), 'null')));
     END IF;
     IF v_parent IS DISTINCT FROM expected_head_id THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC02', format('the parent of checkpoint %s is not the head', to_jsonb(v_id)),
+        PERFORM sandbox_store_internal._raise('SBC02', format('the parent of checkpoint %s is not the head', to_jsonb(v_id)),
             format('Its parent is %s; the head is %s.', COALESCE(to_jsonb(v_parent), 'null'), COALESCE(to_jsonb(expected_head_id), 'null')));
     END IF;
     BEGIN
         INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
         VALUES (v_id, v_thread, v_parent, (checkpoint_append.checkpoint ->> 'createdAt')::pg_catalog.int8, checkpoint_append.checkpoint, v_keys);
     EXCEPTION WHEN unique_violation THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
+        PERFORM sandbox_store_internal._raise('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
             'Checkpoints are immutable: an id is appended once.');
     END;
     INSERT INTO sandbox_store.checkpoint_heads AS h (thread_id, head_id) VALUES (v_thread, v_id)

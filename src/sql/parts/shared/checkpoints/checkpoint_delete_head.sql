@@ -20,13 +20,13 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', checkpoint_delete_head.at);
     END IF;
-    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_delete_head.thread_id, 'thread id', 1000);
-    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_id, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._check_id('SBC07', checkpoint_delete_head.thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('SBC07', checkpoint_id, 'checkpoint id', 1024);
     PERFORM sandbox_store_internal._check_writer(checkpoint_delete_head.thread_id, writer_thread_id, checkpoint_delete_head.owner_token, checkpoint_delete_head.fence, COALESCE(checkpoint_delete_head.at, clock_timestamp()));
     SELECT h.head_id INTO head FROM ONLY sandbox_store.checkpoint_heads h
      WHERE h.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id FOR UPDATE;
     IF head IS DISTINCT FROM checkpoint_id THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC04', format('checkpoint %s is not the head of thread %s', to_jsonb(checkpoint_id), to_jsonb(checkpoint_delete_head.thread_id)),
+        PERFORM sandbox_store_internal._raise('SBC04', format('checkpoint %s is not the head of thread %s', to_jsonb(checkpoint_id), to_jsonb(checkpoint_delete_head.thread_id)),
             format('The head is %s.', COALESCE(to_jsonb(head), 'null')));
     END IF;
     DELETE FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) checkpoint_id

@@ -24,16 +24,16 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'at must be a finite timestamp', DETAIL = format('The value given is %s.', checkpoint_fork.at);
     END IF;
-    PERFORM sandbox_store_internal._checkpoint_id(source_thread_id, 'thread id', 1000);
-    PERFORM sandbox_store_internal._checkpoint_id(source_checkpoint_id, 'checkpoint id', 1024);
-    PERFORM sandbox_store_internal._checkpoint_id(destination_thread_id, 'thread id', 1000);
-    PERFORM sandbox_store_internal._checkpoint_id(destination_checkpoint_id, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._check_id('SBC07', source_thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('SBC07', source_checkpoint_id, 'checkpoint id', 1024);
+    PERFORM sandbox_store_internal._check_id('SBC07', destination_thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('SBC07', destination_checkpoint_id, 'checkpoint id', 1024);
     IF checkpoint_fork.created_at IS NULL OR checkpoint_fork.created_at NOT BETWEEN -8640000000000000 AND 8640000000000000 THEN
         PERFORM sandbox_store_internal._invalid_entry('createdAt is a whole number of milliseconds since 1970-01-01 UTC.');
     END IF;
     PERFORM sandbox_store_internal._check_writer(destination_thread_id, writer_thread_id, checkpoint_fork.owner_token, checkpoint_fork.fence, COALESCE(checkpoint_fork.at, clock_timestamp()));
-    IF source_thread_id OPERATOR(pg_catalog.=) destination_thread_id THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb(source_thread_id)),
+    IF source_thread_id = destination_thread_id THEN
+        PERFORM sandbox_store_internal._raise('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb(source_thread_id)),
             'A fork makes the first checkpoint of another thread.');
     END IF;
     -- (its stored size, read before the checkpoint itself)
@@ -42,16 +42,16 @@ BEGIN
     SELECT c.checkpoint, c.blob_keys INTO v_source, v_keys FROM ONLY sandbox_store.checkpoints c
      WHERE c.id OPERATOR(pg_catalog.=) source_checkpoint_id;
     IF v_source IS NULL THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC09', format('checkpoint %s does not exist', to_jsonb(source_checkpoint_id)),
+        PERFORM sandbox_store_internal._raise('SBC09', format('checkpoint %s does not exist', to_jsonb(source_checkpoint_id)),
             'A fork copies a stored checkpoint.');
     END IF;
     IF v_source ->> 'threadId' IS DISTINCT FROM source_thread_id THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC11', format('checkpoint %s is not a checkpoint of thread %s', to_jsonb(source_checkpoint_id), to_jsonb(source_thread_id)),
+        PERFORM sandbox_store_internal._raise('SBC11', format('checkpoint %s is not a checkpoint of thread %s', to_jsonb(source_checkpoint_id), to_jsonb(source_thread_id)),
             format('It belongs to thread %s.', v_source -> 'threadId'));
     END IF;
     IF EXISTS (SELECT FROM ONLY sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) destination_thread_id)
        OR EXISTS (SELECT FROM ONLY sandbox_store.checkpoints c WHERE c.thread_id OPERATOR(pg_catalog.=) destination_thread_id) THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC10', format('thread %s already has checkpoints', to_jsonb(destination_thread_id)),
+        PERFORM sandbox_store_internal._raise('SBC10', format('thread %s already has checkpoints', to_jsonb(destination_thread_id)),
             'A fork makes the first checkpoint of an empty thread.');
     END IF;
     -- The fork root: the source's files, conversation and artifacts, and
@@ -65,7 +65,7 @@ BEGIN
         INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
         VALUES (destination_checkpoint_id, destination_thread_id, NULL, checkpoint_fork.created_at, v_copy, v_keys);
     EXCEPTION WHEN unique_violation THEN
-        PERFORM sandbox_store_internal._checkpoint_error('SBC03', format('checkpoint %s already exists', to_jsonb(destination_checkpoint_id)),
+        PERFORM sandbox_store_internal._raise('SBC03', format('checkpoint %s already exists', to_jsonb(destination_checkpoint_id)),
             'Checkpoints are immutable: an id is appended once.');
     END;
     INSERT INTO sandbox_store.checkpoint_heads (thread_id, head_id) VALUES (destination_thread_id, destination_checkpoint_id);

@@ -9,7 +9,7 @@ AS $$
 BEGIN
     -- (the check inline, a simple expression: the read's own cost stays small)
     IF checkpoint_get.id IS NULL OR octet_length(checkpoint_get.id) NOT BETWEEN 1 AND 1024 THEN
-        PERFORM sandbox_store_internal._checkpoint_id(checkpoint_get.id, 'checkpoint id', 1024);
+        PERFORM sandbox_store_internal._check_id('SBC07', checkpoint_get.id, 'checkpoint id', 1024);
     END IF;
     RETURN (SELECT c.checkpoint FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) checkpoint_get.id);
 END

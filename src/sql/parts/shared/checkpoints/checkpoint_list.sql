@@ -9,7 +9,7 @@ AS $$
 BEGIN
     -- (the check inline, a simple expression: the read's own cost stays small)
     IF checkpoint_list.thread_id IS NULL OR octet_length(checkpoint_list.thread_id) NOT BETWEEN 1 AND 1000 THEN
-        PERFORM sandbox_store_internal._checkpoint_id(checkpoint_list.thread_id, 'thread id', 1000);
+        PERFORM sandbox_store_internal._check_id('SBC07', checkpoint_list.thread_id, 'thread id', 1000);
     END IF;
     RETURN QUERY SELECT c.checkpoint FROM ONLY sandbox_store.checkpoints c
                   WHERE c.thread_id OPERATOR(pg_catalog.=) checkpoint_list.thread_id

@@ -10,7 +10,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_release_writer.thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('SBC07', checkpoint_release_writer.thread_id, 'thread id', 1000);
     UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
      WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key(checkpoint_release_writer.thread_id)
        AND l.owner_token OPERATOR(pg_catalog.=) checkpoint_release_writer.owner_token AND l.fence OPERATOR(pg_catalog.=) checkpoint_release_writer.fence;

@@ -15,7 +15,7 @@ DECLARE
     now pg_catalog.timestamptz := COALESCE(checkpoint_renew_writer.at, clock_timestamp());
     expires pg_catalog.timestamptz;
 BEGIN
-    PERFORM sandbox_store_internal._checkpoint_id(checkpoint_renew_writer.thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('SBC07', checkpoint_renew_writer.thread_id, 'thread id', 1000);
     IF lease_ms IS NULL OR lease_ms <= 0 THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'lease_ms must be positive', DETAIL = format('The value given is %s.', lease_ms);

@@ -7,10 +7,10 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF v IS NULL OR v OPERATOR(pg_catalog.=) 'NaN'::pg_catalog.float8
-       OR v OPERATOR(pg_catalog.=) 'Infinity'::pg_catalog.float8
-       OR v OPERATOR(pg_catalog.=) '-Infinity'::pg_catalog.float8 THEN
-        PERFORM sandbox_store_internal._run_raise('22023', format('invalid %s', what),
+    IF v IS NULL OR v = 'NaN'::pg_catalog.float8
+       OR v = 'Infinity'::pg_catalog.float8
+       OR v = '-Infinity'::pg_catalog.float8 THEN
+        PERFORM sandbox_store_internal._raise('22023', format('invalid %s', what),
             format('%s is a finite number; the value given is %s.', what, COALESCE(v::pg_catalog.text, 'missing')));
     END IF;
     RETURN v;

@@ -19,7 +19,7 @@ BEGIN
             NULL;
         END;
     END IF;
-    PERFORM sandbox_store_internal._run_raise('22023', format('invalid patch key %s', key),
+    PERFORM sandbox_store_internal._raise('22023', format('invalid patch key %s', key),
         format('%s is a number of milliseconds (a finite JavaScript number) or null; the value given is %s.', key,
                CASE WHEN jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number' THEN 'a number out of range' ELSE v::pg_catalog.text END));
     RETURN NULL;

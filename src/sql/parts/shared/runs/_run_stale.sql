@@ -10,7 +10,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM sandbox_store_internal._run_raise('SB001',
+    PERFORM sandbox_store_internal._raise('SB001',
         format('the driver epoch of run %s is not current', to_jsonb(_run_stale.run_id)),
         CASE WHEN given IS NULL AND current_epoch IS NOT NULL
              THEN format('The write carried no epoch, and a driver has claimed the run: its current epoch is %s.  Nothing was changed.',

@@ -22,7 +22,7 @@ DECLARE
     v_next pg_catalog.numeric;
     v_status pg_catalog.text;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_claim.run_id, 'run id', @MAX_TEXT_BYTES@);
+    PERFORM sandbox_store_internal._check_id('22023', run_claim.run_id, 'run id', @MAX_TEXT_BYTES@);
     -- The run's log row first (made, empty, if the run has none), locked:
     -- a log write in flight holds it, so the claim waits for it to commit,
     -- and every later write reads the new epoch after taking it.
@@ -34,7 +34,7 @@ BEGIN
      WHERE r.run_id OPERATOR(pg_catalog.=) run_claim.run_id
        FOR UPDATE;
     IF v_status IS NULL THEN
-        PERFORM sandbox_store_internal._run_raise('SBR01', format('run %s does not exist', to_jsonb(run_claim.run_id)),
+        PERFORM sandbox_store_internal._raise('SBR01', format('run %s does not exist', to_jsonb(run_claim.run_id)),
             'Only a run that run_create_or_resume made can be claimed.');
     END IF;
     IF v_status IN ('completed', 'failed', 'aborted') THEN
@@ -43,7 +43,7 @@ BEGIN
     END IF;
     v_next := COALESCE(v_highest, 0)::pg_catalog.numeric + sandbox_store_internal._draw_claim_fence(0);
     IF v_next > 9007199254740991 THEN
-        PERFORM sandbox_store_internal._run_raise('22003', format('no driver epoch is left for run %s', to_jsonb(run_claim.run_id)),
+        PERFORM sandbox_store_internal._raise('22003', format('no driver epoch is left for run %s', to_jsonb(run_claim.run_id)),
             format('The next epoch would be %s, past 9007199254740991 (2^53 - 1), the greatest epoch.  Nothing was changed.', v_next));
     END IF;
     v_epoch := v_next;

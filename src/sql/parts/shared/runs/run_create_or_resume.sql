@@ -15,8 +15,8 @@ AS $$
 DECLARE
     v_run sandbox_store.runs;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_create_or_resume.run_id, 'run id', @MAX_TEXT_BYTES@);
-    PERFORM sandbox_store_internal._run_id(run_create_or_resume.thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('22023', run_create_or_resume.run_id, 'run id', @MAX_TEXT_BYTES@);
+    PERFORM sandbox_store_internal._check_id('22023', run_create_or_resume.thread_id, 'thread id', 1000);
     PERFORM sandbox_store_internal._run_number(run_create_or_resume.started_at, 'startedAt');
     IF run_create_or_resume.status IS NULL
        OR run_create_or_resume.status NOT IN ('running', 'interrupted', 'completed', 'failed', 'aborted') THEN

@@ -8,7 +8,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_find_active.thread_id, 'thread id', 1000);
+    PERFORM sandbox_store_internal._check_id('22023', run_find_active.thread_id, 'thread id', 1000);
     RETURN (SELECT sandbox_store_internal._run_record(r) FROM ONLY sandbox_store.runs r
              WHERE r.thread_id OPERATOR(pg_catalog.=) run_find_active.thread_id
                AND r.status OPERATOR(pg_catalog.=) 'running'

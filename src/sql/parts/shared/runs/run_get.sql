@@ -8,7 +8,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_get.run_id, 'run id', @MAX_TEXT_BYTES@);
+    PERFORM sandbox_store_internal._check_id('22023', run_get.run_id, 'run id', @MAX_TEXT_BYTES@);
     RETURN (SELECT sandbox_store_internal._run_record(r) FROM ONLY sandbox_store.runs r
              WHERE r.run_id OPERATOR(pg_catalog.=) run_get.run_id);
 END

@@ -15,9 +15,9 @@ DECLARE
     v_closed pg_catalog.timestamptz;
     v_watched pg_catalog.bool;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_log_close.run_id, 'run id', @MAX_TEXT_BYTES@);
-    IF run_log_close.epoch OPERATOR(pg_catalog.<) 1 THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
+    PERFORM sandbox_store_internal._check_id('22023', run_log_close.run_id, 'run id', @MAX_TEXT_BYTES@);
+    IF run_log_close.epoch < 1 THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid epoch',
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_log_close.epoch));
     END IF;
     -- The log row, locked, then the fence.

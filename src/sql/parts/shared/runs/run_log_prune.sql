@@ -21,12 +21,12 @@ DECLARE
 BEGIN
     IF run_log_prune.older_than IS NULL OR run_log_prune.older_than OPERATOR(pg_catalog.<) '0'::pg_catalog.interval
        OR NOT isfinite(run_log_prune.older_than) THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid older_than',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid older_than',
             format('older_than is a finite interval, 0 or more; the value given is %s.',
                    COALESCE(run_log_prune.older_than::pg_catalog.text, 'missing')));
     END IF;
-    IF run_log_prune.max_logs OPERATOR(pg_catalog.<) 0 THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid max_logs',
+    IF run_log_prune.max_logs < 0 THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid max_logs',
             format('max_logs is 0 or more, or NULL for no limit; the value given is %s.', run_log_prune.max_logs));
     END IF;
     cutoff := clock_timestamp() OPERATOR(pg_catalog.-) run_log_prune.older_than;

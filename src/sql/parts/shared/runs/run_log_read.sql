@@ -12,14 +12,14 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_log_read.run_id, 'run id', @MAX_TEXT_BYTES@);
-    IF run_log_read.after IS NULL OR run_log_read.after OPERATOR(pg_catalog.<) 0 THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid after',
+    PERFORM sandbox_store_internal._check_id('22023', run_log_read.run_id, 'run id', @MAX_TEXT_BYTES@);
+    IF run_log_read.after IS NULL OR run_log_read.after < 0 THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid after',
             format('after is a seq, 0 or more (0: from the start); the value given is %s.',
                    COALESCE(run_log_read.after::pg_catalog.text, 'missing')));
     END IF;
-    IF run_log_read.max_rows OPERATOR(pg_catalog.<) 0 THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid max_rows',
+    IF run_log_read.max_rows < 0 THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid max_rows',
             format('max_rows is 0 or more, or NULL for all; the value given is %s.', run_log_read.max_rows));
     END IF;
     RETURN QUERY

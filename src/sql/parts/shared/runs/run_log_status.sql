@@ -9,7 +9,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_log_status.run_id, 'run id', @MAX_TEXT_BYTES@);
+    PERFORM sandbox_store_internal._check_id('22023', run_log_status.run_id, 'run id', @MAX_TEXT_BYTES@);
     RETURN QUERY
         SELECT l.last_seq, l.closed_at IS NOT NULL FROM ONLY sandbox_store.run_logs l
          WHERE l.run_id OPERATOR(pg_catalog.=) run_log_status.run_id;

@@ -23,9 +23,9 @@ DECLARE
     v_status pg_catalog.text;
     v_watched pg_catalog.bool;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_log_upsert.run_id, 'run id', @MAX_TEXT_BYTES@);
+    PERFORM sandbox_store_internal._check_id('22023', run_log_upsert.run_id, 'run id', @MAX_TEXT_BYTES@);
     IF jsonb_typeof(run_log_upsert.chunks) IS DISTINCT FROM 'array' THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid chunks',
             format('chunks is a JSON array of JSON objects; the value given is %s.',
                    COALESCE(jsonb_typeof(run_log_upsert.chunks), 'missing')));
     END IF;
@@ -33,11 +33,11 @@ BEGIN
       INTO n, objects
       FROM jsonb_array_elements(run_log_upsert.chunks) c;
     IF NOT objects THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid chunks',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid chunks',
             'chunks is a JSON array of JSON objects; an element is not an object.');
     END IF;
-    IF run_log_upsert.seqs IS NULL OR COALESCE(cardinality(run_log_upsert.seqs), 0) OPERATOR(pg_catalog.<>) n THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid seqs',
+    IF run_log_upsert.seqs IS NULL OR COALESCE(cardinality(run_log_upsert.seqs), 0) <> n THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid seqs',
             format('seqs pairs one seq with each chunk: %s seqs were given for %s chunks.',
                    COALESCE(cardinality(run_log_upsert.seqs)::pg_catalog.text, 'no'), n));
     END IF;
@@ -46,11 +46,11 @@ BEGIN
     -- follow)
     IF EXISTS (SELECT FROM unnest(run_log_upsert.seqs) s
                 WHERE s IS NULL OR s OPERATOR(pg_catalog.<) 1 OR s OPERATOR(pg_catalog.>) 9007199254740991) THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid seqs',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid seqs',
             'A seq is a whole number from 1 to 9007199254740991; seqs has a NULL, a smaller or a larger one.');
     END IF;
-    IF run_log_upsert.epoch OPERATOR(pg_catalog.<) 1 THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
+    IF run_log_upsert.epoch < 1 THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid epoch',
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_log_upsert.epoch));
     END IF;
     IF n OPERATOR(pg_catalog.=) 0 THEN
@@ -65,7 +65,7 @@ BEGIN
     RETURNING l.last_seq, l.closed_at, l.watched INTO v_last, v_closed, v_watched;
     v_status := sandbox_store_internal._run_fence(run_log_upsert.run_id, run_log_upsert.epoch);
     IF v_closed IS NOT NULL THEN
-        PERFORM sandbox_store_internal._run_raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_upsert.run_id)),
+        PERFORM sandbox_store_internal._raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_upsert.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');
     END IF;
     IF v_status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'aborted']) THEN
@@ -76,7 +76,7 @@ BEGIN
     SELECT s INTO bad FROM unnest(run_log_upsert.seqs) s GROUP BY s HAVING count(*) OPERATOR(pg_catalog.>) 1
      ORDER BY s LIMIT 1;
     IF bad IS NOT NULL THEN
-        PERFORM sandbox_store_internal._run_raise('SBR03', 'invalid log offset',
+        PERFORM sandbox_store_internal._raise('SBR03', 'invalid log offset',
             format('Seq %s is repeated in the batch; each may appear once.  Nothing was changed.', bad));
     END IF;
     -- A seq not stored must be above the tail and above every preceding new
@@ -93,7 +93,7 @@ BEGIN
      WHERE NOT y.stored AND y.s OPERATOR(pg_catalog.<=) GREATEST(v_last, y.before_it)
      ORDER BY y.i LIMIT 1;
     IF bad IS NOT NULL THEN
-        PERFORM sandbox_store_internal._run_raise('SBR03', 'invalid log offset',
+        PERFORM sandbox_store_internal._raise('SBR03', 'invalid log offset',
             format('Seq %s is not stored, and it is not after the tail (%s) and every preceding new seq of the batch.  Nothing was changed.',
                    bad, v_last));
     END IF;

@@ -21,11 +21,11 @@ DECLARE
     n pg_catalog.int4 := 0;
 BEGIN
     IF run_log_wake.run_ids IS NULL THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid run ids',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid run ids',
             'run_ids is an array of run ids; the value given is missing.');
     END IF;
     FOREACH v_id IN ARRAY run_log_wake.run_ids LOOP
-        PERFORM sandbox_store_internal._run_id(v_id, 'run id', @MAX_TEXT_BYTES@);
+        PERFORM sandbox_store_internal._check_id('22023', v_id, 'run id', @MAX_TEXT_BYTES@);
     END LOOP;
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         FOR v_id IN SELECT DISTINCT u.id FROM unnest(run_log_wake.run_ids) AS u(id) LOOP

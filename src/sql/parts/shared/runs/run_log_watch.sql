@@ -13,7 +13,7 @@ SET enable_seqscan = off
 SET enable_indexscan = on
 AS $$
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_log_watch.run_id, 'run id', @MAX_TEXT_BYTES@);
+    PERFORM sandbox_store_internal._check_id('22023', run_log_watch.run_id, 'run id', @MAX_TEXT_BYTES@);
     RETURN QUERY
         INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at, watched)
         VALUES (run_log_watch.run_id, 0, clock_timestamp(), true)

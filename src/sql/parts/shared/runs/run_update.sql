@@ -28,9 +28,9 @@ DECLARE
     v_current pg_catalog.int8;
     v_highest pg_catalog.int8;
 BEGIN
-    PERFORM sandbox_store_internal._run_id(run_update.run_id, 'run id', @MAX_TEXT_BYTES@);
+    PERFORM sandbox_store_internal._check_id('22023', run_update.run_id, 'run id', @MAX_TEXT_BYTES@);
     IF jsonb_typeof(run_update.patch) IS DISTINCT FROM 'object' THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid run patch',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid run patch',
             format('A patch is a JSON object; the value given is %s.',
                    COALESCE(jsonb_typeof(run_update.patch), 'missing')));
     END IF;
@@ -39,7 +39,7 @@ BEGIN
                                                'detachedSince', 'cancelRequested', 'driverEpoch'])
      ORDER BY k COLLATE "C" LIMIT 1;
     IF bad IS NOT NULL THEN
-        PERFORM sandbox_store_internal._run_raise('22023', format('invalid patch key %s', to_jsonb(bad)),
+        PERFORM sandbox_store_internal._raise('22023', format('invalid patch key %s', to_jsonb(bad)),
             'A patch has the keys status, finishedAt, error, usage, sandboxKey, detachedSince, cancelRequested and driverEpoch.');
     END IF;
     IF run_update.patch ? 'status'
@@ -59,15 +59,15 @@ BEGIN
      WHERE run_update.patch ? k AND jsonb_typeof(run_update.patch -> k) NOT IN ('object', 'null')
      LIMIT 1;
     IF bad IS NOT NULL THEN
-        PERFORM sandbox_store_internal._run_raise('22023', format('invalid patch key %s', bad),
+        PERFORM sandbox_store_internal._raise('22023', format('invalid patch key %s', bad),
             format('%s is a JSON object or null; the value given is %s.', bad, run_update.patch -> bad));
     END IF;
     IF run_update.patch ? 'sandboxKey' AND jsonb_typeof(run_update.patch -> 'sandboxKey') NOT IN ('string', 'null') THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key sandboxKey',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid patch key sandboxKey',
             format('sandboxKey is a string or null; the value given is %s.', run_update.patch -> 'sandboxKey'));
     END IF;
     IF run_update.patch ? 'cancelRequested' AND jsonb_typeof(run_update.patch -> 'cancelRequested') NOT IN ('boolean', 'null') THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key cancelRequested',
+        PERFORM sandbox_store_internal._raise('22023', 'invalid patch key cancelRequested',
             format('cancelRequested is true, false or null; the value given is %s.', run_update.patch -> 'cancelRequested'));
     END IF;
     IF run_update.patch ? 'driverEpoch' AND jsonb_typeof(run_update.patch -> 'driverEpoch') OPERATOR(pg_catalog.<>) 'null' THEN
@@ -75,13 +75,13 @@ BEGIN
         IF jsonb_typeof(run_update.patch -> 'driverEpoch') IS DISTINCT FROM 'number'
            OR run_update.patch ->> 'driverEpoch' !~ '^[0-9]{1,16}$'
            OR (run_update.patch ->> 'driverEpoch')::pg_catalog.int8 NOT BETWEEN 1 AND 9007199254740991 THEN
-            PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key driverEpoch',
+            PERFORM sandbox_store_internal._raise('22023', 'invalid patch key driverEpoch',
                 format('driverEpoch is a whole number from 1 to 9007199254740991; the value given is %s.', run_update.patch -> 'driverEpoch'));
         END IF;
         v_driver := (run_update.patch ->> 'driverEpoch')::pg_catalog.int8;
     END IF;
-    IF run_update.epoch IS NOT NULL AND run_update.epoch OPERATOR(pg_catalog.<) 1 THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid epoch',
+    IF run_update.epoch IS NOT NULL AND run_update.epoch < 1 THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid epoch',
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_update.epoch));
     END IF;
 
@@ -127,7 +127,7 @@ BEGIN
     -- keeps it, a value above every epoch the run had raises it; a value at
     -- or below the highest, other than the current one, is refused.
     IF v_driver IS DISTINCT FROM v_current AND v_driver <= COALESCE(v_highest, 0) THEN
-        PERFORM sandbox_store_internal._run_raise('SB001',
+        PERFORM sandbox_store_internal._raise('SB001',
             format('the driver epoch of run %s is not current', to_jsonb(run_update.run_id)),
             format('The patch sets %s as driverEpoch, and %s: a driverEpoch other than the current one must be above every epoch the run had.  Nothing was changed.',
                    v_driver,
