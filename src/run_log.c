@@ -287,6 +287,18 @@ report_log_closed(const text *run_id)
 	pg_unreachable();
 }
 
+/*
+ * Whether a run's status is a finished one: completed, failed or aborted.
+ * The SQL of both editions asks sandbox_store_internal._run_finished
+ * (src/sql/parts/shared/runs/_run_finished.sql), which lists the same three.
+ */
+static bool
+run_status_finished(const char *status)
+{
+	return strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
+		   strcmp(status, "aborted") == 0;
+}
+
 /* SBR02: the run is finished (completed, failed or aborted). */
 static void
 report_run_finished(const text *run_id, const char *status)
@@ -437,8 +449,7 @@ run_log_append(FunctionCallInfo fcinfo, bool keeps_highest)
 	status = check_fence(run_id, given, epoch, keeps_highest);
 	if (closed)
 		report_log_closed(run_id);
-	if (status != NULL && (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
-						   strcmp(status, "aborted") == 0))
+	if (status != NULL && run_status_finished(status))
 		report_run_finished(run_id, status);
 	if (last > RUN_LOG_MAX_SEQ - n)
 		report_log_full(run_id, last, n);

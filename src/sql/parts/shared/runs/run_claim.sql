@@ -37,8 +37,8 @@ BEGIN
         PERFORM sandbox_store_internal._raise('SBR01', format('run %s does not exist', to_jsonb(run_claim.run_id)),
             'Only a run that run_create_or_resume made can be claimed.');
     END IF;
-    IF v_status IN ('completed', 'failed', 'aborted') THEN
-        PERFORM sandbox_store_internal._run_raise('SBR02', format('run %s is finished', to_jsonb(run_claim.run_id)),
+    IF sandbox_store_internal._run_finished(v_status) THEN
+        PERFORM sandbox_store_internal._raise('SBR02', format('run %s is finished', to_jsonb(run_claim.run_id)),
             format('Its status is %s; a finished run cannot be claimed.', v_status));
     END IF;
     v_next := COALESCE(v_highest, 0)::pg_catalog.numeric + sandbox_store_internal._draw_claim_fence(0);

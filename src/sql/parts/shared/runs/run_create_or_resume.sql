@@ -19,8 +19,9 @@ BEGIN
     PERFORM sandbox_store_internal._check_id('22023', run_create_or_resume.thread_id, 'thread id', 1000);
     PERFORM sandbox_store_internal._run_number(run_create_or_resume.started_at, 'startedAt');
     IF run_create_or_resume.status IS NULL
-       OR run_create_or_resume.status NOT IN ('running', 'interrupted', 'completed', 'failed', 'aborted') THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid run status',
+       OR (run_create_or_resume.status NOT IN ('running', 'interrupted')
+           AND NOT sandbox_store_internal._run_finished(run_create_or_resume.status)) THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid run status',
             format('A status is running, interrupted, completed, failed or aborted; the value given is %s.',
                    COALESCE(to_jsonb(run_create_or_resume.status), 'null')));
     END IF;

@@ -36,7 +36,7 @@ BEGIN
             OR (l.closed_at IS NULL AND l.updated_at OPERATOR(pg_catalog.<=) cutoff
                 AND EXISTS (SELECT FROM ONLY sandbox_store.runs r
                              WHERE r.run_id OPERATOR(pg_catalog.=) l.run_id
-                               AND r.status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'aborted'])))
+                               AND sandbox_store_internal._run_finished(r.status)))
             OR (l.closed_at IS NULL AND l.last_seq OPERATOR(pg_catalog.=) 0 AND l.updated_at OPERATOR(pg_catalog.<=) cutoff
                 AND NOT EXISTS (SELECT FROM ONLY sandbox_store.runs r
                                  WHERE r.run_id OPERATOR(pg_catalog.=) l.run_id))

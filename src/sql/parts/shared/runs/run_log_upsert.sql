@@ -68,8 +68,8 @@ BEGIN
         PERFORM sandbox_store_internal._raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_upsert.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');
     END IF;
-    IF v_status OPERATOR(pg_catalog.=) ANY (ARRAY['completed', 'failed', 'aborted']) THEN
-        PERFORM sandbox_store_internal._run_raise('SBR02', format('run %s is finished', to_jsonb(run_log_upsert.run_id)),
+    IF sandbox_store_internal._run_finished(v_status) THEN
+        PERFORM sandbox_store_internal._raise('SBR02', format('run %s is finished', to_jsonb(run_log_upsert.run_id)),
             format('Its status is %s: its log takes no more entries.  Nothing was changed.', v_status));
     END IF;
 

@@ -44,8 +44,9 @@ BEGIN
     END IF;
     IF run_update.patch ? 'status'
        AND (jsonb_typeof(run_update.patch -> 'status') IS DISTINCT FROM 'string'
-            OR run_update.patch ->> 'status' NOT IN ('running', 'interrupted', 'completed', 'failed', 'aborted')) THEN
-        PERFORM sandbox_store_internal._run_raise('22023', 'invalid patch key status',
+            OR (run_update.patch ->> 'status' NOT IN ('running', 'interrupted')
+                AND NOT sandbox_store_internal._run_finished(run_update.patch ->> 'status'))) THEN
+        PERFORM sandbox_store_internal._raise('22023', 'invalid patch key status',
             format('A status is running, interrupted, completed, failed or aborted, and cannot be cleared; the value given is %s.',
                    run_update.patch -> 'status'));
     END IF;
@@ -101,7 +102,7 @@ BEGIN
     IF EXISTS (
         SELECT FROM ONLY sandbox_store.runs r WHERE r.run_id OPERATOR(pg_catalog.=) run_update.run_id) THEN
         IF run_update.patch ? 'driverEpoch'
-           OR run_update.patch ->> 'status' IN ('completed', 'failed', 'aborted') THEN
+           OR sandbox_store_internal._run_finished(run_update.patch ->> 'status') THEN
             INSERT INTO sandbox_store.run_logs AS l (run_id, last_seq, updated_at)
             VALUES (run_update.run_id, 0, clock_timestamp())
             ON CONFLICT ON CONSTRAINT run_logs_pkey DO UPDATE SET updated_at = l.updated_at;
