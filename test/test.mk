@@ -59,14 +59,16 @@ SUITES_PLAN = { echo "\# The suites each run of make test executes, in order (ma
 	echo "\# matrix.sh (version-suites.sh, then its own):"; \
 	SB_DRY_RUN=1 SB_SUITES= SB_MATRIX_SKIP_BASE=1 test/scripts/matrix.sh; }
 
-# The C code's format and cppcheck, shellcheck on every shell script, and
-# the suites planned.
+# The C code's format and cppcheck, shellcheck on every shell script, the
+# operator rule of the SQL parts (src/sql/parts/README.md), and the suites
+# planned.
 lint:
 	clang-format --dry-run --Werror src/*.c src/*.h
 	cppcheck --enable=warning,style,performance,portability --error-exitcode=1 -q --max-configs=1 \
 		--suppress=missingIncludeSystem --suppress=missingInclude --suppress=toomanyconfigs \
 		"--suppress=*:$(includedir_server)/*" -I src -I $(includedir_server) src/
 	shellcheck -x $(SHELL_SCRIPTS)
+	test/scripts/operators-check.sh
 	test/scripts/release-check-test.sh
 	@$(SUITES_PLAN) | diff -u test/suites.plan - || \
 		{ echo "lint: the suites planned differ from test/suites.plan (make suites-plan rewrites it)" >&2; exit 1; }

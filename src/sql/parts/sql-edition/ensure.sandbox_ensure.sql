@@ -112,7 +112,7 @@ BEGIN
         res.action := CASE WHEN r.key IS NULL THEN 'create' ELSE 'recreate' END;
         -- Lock mode in autocommit: the lock ends with the statement.  (A
         -- procedure or DO block holds it until its own COMMIT.)
-        IF lease IS NULL AND transaction_timestamp() OPERATOR(pg_catalog.=) statement_timestamp()
+        IF lease IS NULL AND transaction_timestamp() = statement_timestamp()
            AND current_query() !~* E'^\\s*(call|do)\\M' THEN
             RAISE WARNING USING
                 MESSAGE = format('sandbox_ensure returned "%s" outside a transaction block', res.action),

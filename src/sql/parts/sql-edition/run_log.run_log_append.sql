@@ -56,7 +56,7 @@ BEGIN
             'notify is true (a watched log''s append notifies when it commits) or false (the caller wakes the readers with run_log_wake after the commit); the value given is missing.');
     END IF;
     n := jsonb_array_length(run_log_append.chunks);
-    IF n OPERATOR(pg_catalog.=) 0 THEN
+    IF n = 0 THEN
         PERFORM sandbox_store_internal._run_fence(run_log_append.run_id, run_log_append.epoch);
         RETURN '{}'::pg_catalog.int8[];
     END IF;

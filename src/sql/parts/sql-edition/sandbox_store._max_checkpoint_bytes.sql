@@ -9,7 +9,7 @@ AS $$
 DECLARE
     setting pg_catalog.text := btrim(current_setting('sandbox_store.max_checkpoint_bytes', true));
 BEGIN
-    IF setting IS NULL OR setting OPERATOR(pg_catalog.=) '' THEN
+    IF setting IS NULL OR setting = '' THEN
         RETURN 0;
     END IF;
     -- (a block with an exception handler only when there is a value to read)

@@ -32,7 +32,7 @@ BEGIN
             END IF;
             IF newest > f THEN
                 PERFORM sandbox_store_internal._claim_lost(k, 'old', f, newest);
-            ELSIF newest OPERATOR(pg_catalog.<>) f THEN
+            ELSIF newest <> f THEN
                 PERFORM sandbox_store_internal._claim_lost(k, 'foreign', f, newest);
             ELSIF NOT is_claimed THEN
                 PERFORM sandbox_store_internal._claim_lost(k, 'ended', f, newest);

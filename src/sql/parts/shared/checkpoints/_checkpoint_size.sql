@@ -12,7 +12,7 @@ AS $$
 DECLARE
     max_bytes pg_catalog.int8 := sandbox_store_internal._max_checkpoint_bytes();
 BEGIN
-    IF max_bytes OPERATOR(pg_catalog.>) 0 AND size OPERATOR(pg_catalog.>) max_bytes THEN
+    IF max_bytes > 0 AND size > max_bytes THEN
         PERFORM sandbox_store_internal._invalid_entry(
             format('%s is %s bytes; sandbox_store.max_checkpoint_bytes allows at most %s.', what, size, max_bytes));
     END IF;

@@ -10,7 +10,7 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off' THEN
+    IF current_setting('synchronous_commit') = 'off' THEN
         PERFORM set_config('synchronous_commit', 'local', true);
     END IF;
 END

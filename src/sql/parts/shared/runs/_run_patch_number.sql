@@ -7,14 +7,14 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v pg_catalog.jsonb := patch OPERATOR(pg_catalog.->) key;
+    v pg_catalog.jsonb := patch -> key;
 BEGIN
-    IF jsonb_typeof(v) OPERATOR(pg_catalog.=) 'null' THEN
+    IF jsonb_typeof(v) = 'null' THEN
         RETURN NULL;
     END IF;
-    IF jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number' THEN
+    IF jsonb_typeof(v) = 'number' THEN
         BEGIN
-            RETURN (patch OPERATOR(pg_catalog.->>) key)::pg_catalog.float8;
+            RETURN (patch ->> key)::pg_catalog.float8;
         EXCEPTION WHEN numeric_value_out_of_range THEN
             NULL;
         END;

@@ -12,7 +12,7 @@ DECLARE
     cutoff pg_catalog.float8;
 BEGIN
     cutoff := sandbox_store_internal._run_number(run_list_reclaimable.now, 'now')
-              OPERATOR(pg_catalog.-) sandbox_store_internal._run_number(run_list_reclaimable.ttl_ms, 'ttl_ms');
+              - sandbox_store_internal._run_number(run_list_reclaimable.ttl_ms, 'ttl_ms');
     RETURN QUERY
         SELECT sandbox_store_internal._run_record(r) FROM ONLY sandbox_store.runs r
          WHERE r.status OPERATOR(pg_catalog.=) 'running' AND r.detached_since IS NOT NULL

@@ -19,7 +19,7 @@ DECLARE
     cutoff pg_catalog.timestamptz;
     pruned pg_catalog.int8;
 BEGIN
-    IF run_log_prune.older_than IS NULL OR run_log_prune.older_than OPERATOR(pg_catalog.<) '0'::pg_catalog.interval
+    IF run_log_prune.older_than IS NULL OR run_log_prune.older_than < '0'::pg_catalog.interval
        OR NOT isfinite(run_log_prune.older_than) THEN
         PERFORM sandbox_store_internal._raise('22023', 'invalid older_than',
             format('older_than is a finite interval, 0 or more; the value given is %s.',
@@ -29,7 +29,7 @@ BEGIN
         PERFORM sandbox_store_internal._raise('22023', 'invalid max_logs',
             format('max_logs is 0 or more, or NULL for no limit; the value given is %s.', run_log_prune.max_logs));
     END IF;
-    cutoff := clock_timestamp() OPERATOR(pg_catalog.-) run_log_prune.older_than;
+    cutoff := clock_timestamp() - run_log_prune.older_than;
     WITH victims AS (
         SELECT l.run_id FROM ONLY sandbox_store.run_logs l
          WHERE (l.closed_at IS NOT NULL AND l.closed_at OPERATOR(pg_catalog.<=) cutoff)

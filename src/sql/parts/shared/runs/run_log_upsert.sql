@@ -53,7 +53,7 @@ BEGIN
         PERFORM sandbox_store_internal._raise('22023', 'invalid epoch',
             format('An epoch is 1 or more (run_claim returns it); the value given is %s.', run_log_upsert.epoch));
     END IF;
-    IF n OPERATOR(pg_catalog.=) 0 THEN
+    IF n = 0 THEN
         PERFORM sandbox_store_internal._run_fence(run_log_upsert.run_id, run_log_upsert.epoch);
         RETURN '{}'::pg_catalog.int8[];
     END IF;

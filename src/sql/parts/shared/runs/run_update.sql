@@ -71,7 +71,7 @@ BEGIN
         PERFORM sandbox_store_internal._raise('22023', 'invalid patch key cancelRequested',
             format('cancelRequested is true, false or null; the value given is %s.', run_update.patch -> 'cancelRequested'));
     END IF;
-    IF run_update.patch ? 'driverEpoch' AND jsonb_typeof(run_update.patch -> 'driverEpoch') OPERATOR(pg_catalog.<>) 'null' THEN
+    IF run_update.patch ? 'driverEpoch' AND jsonb_typeof(run_update.patch -> 'driverEpoch') <> 'null' THEN
         -- (at most 2^53 - 1: the client holds an epoch in a JavaScript number)
         IF jsonb_typeof(run_update.patch -> 'driverEpoch') IS DISTINCT FROM 'number'
            OR run_update.patch ->> 'driverEpoch' !~ '^[0-9]{1,16}$'

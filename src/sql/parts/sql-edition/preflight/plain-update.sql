@@ -15,7 +15,7 @@ BEGIN
             HINT = 'Install sandbox_store-@VERSION@.sql instead.';
     END IF;
     SELECT e.version INTO current FROM sandbox_store.edition() e;
-    IF current OPERATOR(pg_catalog.<>) '@FROM@' THEN
+    IF current <> '@FROM@' THEN
         RAISE EXCEPTION USING
             ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = pg_catalog.format('this script updates sandbox_store from @FROM@, but the database has %s', current),
