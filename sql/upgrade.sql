@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.5.2 -> 1.6.0 -> 1.7.0) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.6.0 -> 1.7.0 -> 1.7.1) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
@@ -641,5 +641,48 @@ RESET ROLE;
 UNLISTEN sandbox_store_run_log;
 DROP OWNED BY regress_sb_up_wake;
 DROP ROLE regress_sb_up_wake;
+
+--
+-- 1.7.0 -> 1.7.1 (each rule written once; no change of behaviour).  An app
+-- role granted every function at 1.7.0 keeps every grant and comment (the
+-- functions are made again); the helpers of 1.7.0 that 1.7.1 merged are
+-- gone, the new ones granted to nobody; a run and a checkpoint made at
+-- 1.7.0 are served as before, with the same SQLSTATEs and messages.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.7.0';
+CREATE ROLE regress_sb_up_171;
+GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_171;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_171;
+SELECT sandbox_store.run_create_or_resume('up-171', 'up-thread', 1767225600000) IS NOT NULL AS created,
+       sandbox_store.run_log_append('up-171', '[{"n": 1}]') AS at_1_7_0;
+CREATE TEMP TABLE up_171_before AS
+SELECT p.oid, p.oid::regprocedure::text AS function,
+       has_function_privilege('regress_sb_up_171', p.oid, 'EXECUTE') AS app_may,
+       obj_description(p.oid, 'pg_proc') AS comment
+  FROM pg_proc p WHERE p.pronamespace = 'sandbox_store'::regnamespace;
+ALTER EXTENSION sandbox_store UPDATE TO '1.7.1';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+-- every interface function kept (same OID), with its grant and comment
+SELECT count(*) AS interface_functions,
+       count(*) FILTER (WHERE b.oid = p.oid AND b.app_may = has_function_privilege('regress_sb_up_171', p.oid, 'EXECUTE')
+                          AND b.comment IS NOT DISTINCT FROM obj_description(p.oid, 'pg_proc')) AS kept
+  FROM up_171_before b LEFT JOIN pg_proc p ON p.oid::regprocedure::text = b.function;
+SELECT p.oid::regprocedure AS helper, has_function_privilege('regress_sb_up_171', p.oid, 'EXECUTE') AS app_may
+  FROM pg_proc p
+ WHERE p.pronamespace = 'sandbox_store_internal'::regnamespace
+   AND p.proname IN ('_raise', '_check_id', '_run_finished', '_run_raise', '_checkpoint_error', '_run_id', '_checkpoint_id')
+ ORDER BY p.oid::regprocedure::text;
+SET ROLE regress_sb_up_171;
+SELECT sandbox_store.run_log_append('up-171', '[{"n": 2}]') AS at_1_7_1;
+SELECT sandbox_store.run_update('up-171', '{"status": "completed"}') IS NOT NULL AS finished;
+SELECT pg_temp.err($$SELECT sandbox_store.run_log_append('up-171', '[{"n": 3}]')$$) AS finished_refused;
+SELECT pg_temp.err($$SELECT sandbox_store.run_get('')$$) AS bad_run_id;
+SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_get('')$$) AS bad_checkpoint_id;
+SELECT pg_temp.err($$SELECT sandbox_store.run_create_or_resume('up-171b', 'up-thread', 1767225600000, 'done')$$) AS bad_status;
+RESET ROLE;
+DROP TABLE up_171_before;
+DROP OWNED BY regress_sb_up_171;
+DROP ROLE regress_sb_up_171;
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;
