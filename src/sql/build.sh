@@ -134,17 +134,15 @@ part() {
 # before 1.7.0), made from the one with notify
 # (sql-edition/run_log.run_log_append.sql) with notify true written in: the
 # same body, no argument check of notify, no wrapper's call in between.
-# Each of the four changes must apply exactly once, or the build fails.  (The
-# comment it writes, and a few parts' own comments, still name parts by
-# their names before parts/ had shared/, c-edition/ and sql-edition/: they
-# are text of the built scripts, which that layout left as they were.)
+# Each of the four changes must apply exactly once, or the build fails.
 append3() {
 	awk '
 		/^-- The SQL edition.s run_log_append \(the C edition.s is C/ && !h {
 			print "-- The SQL edition'"'"'s run_log_append without notify (before 1.7.0 its"
-			print "-- only form), made by src/sql/build.sh from run-log-append-sql.sql: the"
-			print "-- form with notify, with notify true (a watched log'"'"'s append notifies at"
-			print "-- its commit).  Its comment is in comments.sql."
+			print "-- only form), made by src/sql/build.sh from"
+			print "-- sql-edition/run_log.run_log_append.sql: the form with notify, with"
+			print "-- notify true (a watched log'"'"'s append notifies at its commit).  Its"
+			print "-- comment is in shared/comments.sql."
 			h = 1; skip = 1; next
 		}
 		skip && /^--/ { next }

@@ -114,7 +114,7 @@ AS 'MODULE_PATHNAME', 'sandbox_lock_holder_v1_4_1'
 LANGUAGE C VOLATILE;
 
 -- A run's log append, the hot path of a durable run (1.5.1; run_log.c).
--- The SQL edition's is PL/pgSQL (parts/run-log-append-sql.sql), with the
+-- The SQL edition's is PL/pgSQL (parts/sql-edition/run_log.run_log_append.sql), with the
 -- same checks and messages.  row_security is pinned as the SQL edition
 -- pins it: forced on a run table, the statements fail (42501) instead of
 -- being filtered by a policy.  The symbol of 1.6.0 (an append without an

@@ -28,7 +28,8 @@ LANGUAGE C STABLE;
 -- its size against sandbox_store.max_checkpoint_bytes, its ids (SBC07),
 -- fields and entries (SBC08), in one pass; returns the blob keys it points
 -- to, each once, by bytes.  The SQL edition's is PL/pgSQL
--- (checkpoint-check-sql.sql), with the same checks and messages.
+-- (sql-edition/checkpoint_check._checkpoint_check.sql), with the same
+-- checks and messages.
 CREATE FUNCTION sandbox_store_internal._checkpoint_check(c pg_catalog.jsonb)
 RETURNS pg_catalog.text[]
 AS 'MODULE_PATHNAME', 'sandbox_checkpoint_check_v1_5'

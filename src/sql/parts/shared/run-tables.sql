@@ -1,6 +1,6 @@
 -- Runs and run logs (1.5): the record of each agent run (RunStore) and the
 -- durable log of the chunks a run streams, which readers replay and tail.
--- The same SQL in both editions (PL/pgSQL, src/sql/parts/runs/, one
+-- The same SQL in both editions (PL/pgSQL, src/sql/parts/shared/runs/, one
 -- function per file).
 --
 -- A run's driver claims it (run_claim), which gives the run a driver_epoch

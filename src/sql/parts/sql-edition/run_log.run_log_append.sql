@@ -7,8 +7,8 @@
 -- row), one INSERT ... SELECT of the entries, and a notification if so
 -- and notify is true (1.7.0; false: the caller wakes the readers with
 -- run_log_wake after the commit).  src/sql/build.sh makes the form
--- without notify from this text (part run-log-append-3-sql): keep the
--- notify argument's lines as they are, or its build fails.
+-- without notify from this text (part sql-edition/run_log.run_log_append-3):
+-- keep the notify argument's lines as they are, or its build fails.
 CREATE FUNCTION sandbox_store.run_log_append(
     run_id pg_catalog.text,
     chunks pg_catalog.jsonb,
