@@ -26,8 +26,6 @@ DECLARE
     v_last pg_catalog.int8;
     v_closed pg_catalog.timestamptz;
     v_status pg_catalog.text;
-    v_epoch pg_catalog.int8;
-    v_highest pg_catalog.int8;
     v_watched pg_catalog.bool;
     v_seqs pg_catalog.int8[];
 BEGIN
@@ -70,17 +68,9 @@ BEGIN
        SET last_seq = l.last_seq OPERATOR(pg_catalog.+) EXCLUDED.last_seq, updated_at = EXCLUDED.updated_at
     RETURNING l.last_seq OPERATOR(pg_catalog.-) n, l.closed_at, l.watched INTO v_last, v_closed, v_watched;
 
-    -- The fence (as _run_fence, written out: this is the hot path), read
-    -- after the lock: a claim committed before it is seen, one after it
-    -- waited for this transaction.
-    SELECT r.status, r.driver_epoch, r.max_driver_epoch INTO v_status, v_epoch, v_highest
-      FROM ONLY sandbox_store.runs r
-     WHERE r.run_id OPERATOR(pg_catalog.=) run_log_append.run_id;
-    IF run_log_append.epoch IS NULL AND v_highest IS NOT NULL
-       OR run_log_append.epoch IS NOT NULL AND v_epoch IS DISTINCT FROM run_log_append.epoch THEN
-        PERFORM sandbox_store_internal._run_stale(run_log_append.run_id, run_log_append.epoch, v_epoch, v_highest,
-                                                  v_status IS NOT NULL);
-    END IF;
+    -- The fence, read after the lock: a claim committed before it is seen,
+    -- one after it waited for this transaction.
+    v_status := sandbox_store_internal._run_fence(run_log_append.run_id, run_log_append.epoch);
     IF v_closed IS NOT NULL THEN
         PERFORM sandbox_store_internal._raise('SBR02', format('the log of run %s is closed', to_jsonb(run_log_append.run_id)),
             'A closed log takes no more entries.  Nothing was changed.');
