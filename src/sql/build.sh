@@ -20,8 +20,8 @@
 # The parts are in three places: parts/shared (both editions), parts/c-edition
 # and parts/sql-edition (one edition's only).  A part NAME is parts/NAME.sql,
 # a directory parts/NAME (shared/helpers, shared/checkpoints, shared/runs:
-# one function per file), whose *.sql files are taken in name order (as bytes: helpers, whose
-# names start with an underscore, come first), or sql-edition/functions: the
+# one function per file), whose *.sql files are taken in name order (as
+# bytes: helpers, whose names start with an underscore, come first), or sql-edition/functions: the
 # SQL edition's functions, parts/sql-edition/GROUP.FUNCTION.sql, in the
 # order of the list sql_functions below.  The checks a script of the SQL
 # edition runs before it changes anything are parts too,
