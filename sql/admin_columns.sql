@@ -1,6 +1,6 @@
 --
 -- admin_columns: an admin adds and drops columns of sandbox_store.instances
--- (and retypes columns of the run tables, at the end).
+-- (and retypes and adds columns of the run tables, at the end).
 --
 -- The functions that return rows of the table (sandbox_get, sandbox_list,
 -- sandbox_upsert, sandbox_upsert_release, sandbox_reap) return its row
@@ -114,6 +114,13 @@ END $$;
 SELECT replace(pg_temp.detail($q$SELECT sandbox_store.run_log_append('ac-run', '[{"n": 5}]')$q$), :'epoch', 'E')
        AS unfenced_after_clear;
 SELECT seq, chunk FROM sandbox_store.run_log_read('ac-run', 0, 10);
+-- The entries' seq retyped and a column with a default added: the append
+-- still writes the next seqs, and the new column gets its default.
+ALTER TABLE sandbox_store.run_log_entries ALTER COLUMN seq TYPE numeric,
+  ADD COLUMN note text DEFAULT 'by default';
+SELECT sandbox_store.run_claim('ac-run') AS epoch \gset
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 6}, {"n": 7}]', :epoch) AS entries_changed;
+SELECT seq, chunk, note FROM sandbox_store.run_log_entries WHERE run_id = 'ac-run' AND seq > 4 ORDER BY seq;
 
 -- Put the table back as it was for the tests that follow.
 SELECT sandbox_store.sandbox_delete(key) FROM sandbox_store.instances ORDER BY key;

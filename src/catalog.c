@@ -415,6 +415,14 @@ sb_relations(void)
 			found.row_security = instances_rls || leases_rls;
 			found.row_security_table = instances_rls ? "instances" : (leases_rls ? "leases" : NULL);
 		}
+		{
+			Oid runs_owner;
+
+			/* Found only to be used directly: a statement finds them (or fails) by name. */
+			found.runs = member_relation("runs", nsp, ext);
+			read_relation(found.runs, &runs_owner, &found.runs_row_security);
+			found.run_log_entries = member_relation("run_log_entries", nsp, ext);
+		}
 		if (invalidations == relations_invalidations)
 		{
 			relations = found;

@@ -55,6 +55,23 @@
 #endif
 
 /*
+ * The index entries of a tuple just inserted (not an update's, a duplicate
+ * an error, no arbiter indexes): PostgreSQL 16 added whether only
+ * summarizing indexes are to be updated; 19 made those three rules flags
+ * and moved the slot after them.
+ */
+#if PG_VERSION_NUM >= 190000
+#define sb_insert_index_tuples(rri, slot, estate)                                                  \
+	ExecInsertIndexTuples((rri), (estate), 0, (slot), NIL, NULL)
+#elif PG_VERSION_NUM >= 160000
+#define sb_insert_index_tuples(rri, slot, estate)                                                  \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
+#else
+#define sb_insert_index_tuples(rri, slot, estate)                                                  \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
+/*
  * Whether the search_path a cached plan was analyzed under (its
  * CachedPlanSource's search_path) is the current one: PostgreSQL 17 renamed
  * OverrideSearchPath to SearchPathMatcher.  The setting that adds a Gather

@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * direct.c
- *	  Direct primary-key reads: the two hottest reads, a key's record
- *	  (sandbox_get) and whether a claim token is set on a key (the lock-mode
- *	  resume), done with one btree probe instead of an SQL statement.
+ *	  Direct primary-key reads: the three hottest reads, a key's record
+ *	  (sandbox_get), whether a claim token is set on a key (the lock-mode
+ *	  resume) and a run's epochs (the fence of run_log_append), done with one
+ *	  btree probe instead of an SQL statement; and the hottest write, the
+ *	  entries of run_log_append, inserted without one.
  *
  * A statement through SPI costs an executor start and end around the index
  * probe (about 40,000 instructions, more than the probe itself); these reads
@@ -12,10 +14,11 @@
  * primary key).  Like the statements, they need no privilege of the caller:
  * EXECUTE on the function is the gate.
  *
- * The setting sandbox_store.direct_reads (on by default) can turn them off,
- * and they are off whenever the citus extension is installed in the
- * database: on Citus the rows live in shards that only an SQL statement
- * reaches, so the callers then run their statements through SPI (spi.c).
+ * The settings sandbox_store.direct_reads and sandbox_store.direct_inserts
+ * (on by default) can turn them off, and they are off whenever the citus
+ * extension is installed in the database: on Citus the rows live in shards
+ * that only an SQL statement reaches, so the callers then run their
+ * statements through SPI (spi.c).
  *
  * It also owns how a read locks a managed table and decides whether its
  * statement's snapshot predates DDL on it (which relations those are is
@@ -38,7 +41,10 @@
 #include "catalog/indexing.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
 #include "storage/sinval.h"
 #include "utils/fmgroids.h"
@@ -49,8 +55,9 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-/* sandbox_store.direct_reads */
+/* sandbox_store.direct_reads, sandbox_store.direct_inserts */
 static bool direct_reads = true;
+static bool direct_inserts = true;
 
 void
 sb_direct_init(void)
@@ -61,6 +68,12 @@ sb_direct_init(void)
 		"Off: every read is an SQL statement (run through SPI).  Always off while the citus "
 		"extension is installed.",
 		&direct_reads, true, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable(
+		"sandbox_store.direct_inserts",
+		"Insert the entries of a run log's append directly instead of with an SQL statement.",
+		"Off: the entries are inserted by an INSERT statement (run through SPI).  Always off "
+		"while the citus extension is installed.",
+		&direct_inserts, true, PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("sandbox_store");
 }
 
@@ -71,8 +84,52 @@ sb_direct_reads(void)
 	return direct_reads && !sb_relations()->citus;
 }
 
+/* The OID of the managed table which, as rels knows it. */
+static Oid
+table_oid(const SbRelations *rels, SbTable which)
+{
+	switch (which)
+	{
+		case SB_INSTANCES:
+			return rels->instances;
+		case SB_LEASES:
+			return rels->leases;
+		case SB_RUNS:
+			return rels->runs;
+		case SB_RUN_LOG_ENTRIES:
+			return rels->run_log_entries;
+	}
+	elog(ERROR, "unknown managed table %d", (int) which);
+	return InvalidOid; /* keep the compiler quiet */
+}
+
+/* The name of the managed table which. */
+static const char *
+table_name(SbTable which)
+{
+	switch (which)
+	{
+		case SB_INSTANCES:
+			return "instances";
+		case SB_LEASES:
+			return "leases";
+		case SB_RUNS:
+			return "runs";
+		case SB_RUN_LOG_ENTRIES:
+			return "run_log_entries";
+	}
+	return "?"; /* keep the compiler quiet */
+}
+
+/* Whether the run log's entries may be inserted directly now. */
+bool
+sb_direct_inserts(void)
+{
+	return direct_inserts && !sb_relations()->citus;
+}
+
 /*
- * Lock the managed table which (SB_INSTANCES or SB_LEASES) ACCESS SHARE and
+ * Lock the managed table which in mode and
  * return its OID, as of after the lock.  The OID known before the lock may
  * be stale once it is granted: the wait for the lock is where invalidations
  * are taken in, so a table replaced while this call waited (an extension
@@ -80,25 +137,25 @@ sb_direct_reads(void)
  * *changed tells whether invalidations arrived while the lock was taken.
  */
 static Oid
-lock_table(SbTable which, bool *changed)
+lock_table(SbTable which, LOCKMODE mode, bool *changed)
 {
 	*changed = false;
 	for (;;)
 	{
 		uint64 inval_count = SharedInvalidMessageCounter;
 		const SbRelations *rels = sb_relations();
-		Oid relid = which == SB_INSTANCES ? rels->instances : rels->leases;
+		Oid relid = table_oid(rels, which);
 
 		if (!OidIsValid(relid))
-			sb_report_missing_table(which == SB_INSTANCES ? "instances" : "leases");
-		LockRelationOid(relid, AccessShareLock);
+			sb_report_missing_table(table_name(which));
+		LockRelationOid(relid, mode);
 		if (inval_count == SharedInvalidMessageCounter)
 			return relid;
 		*changed = true;
 		rels = sb_relations();
-		if (relid == (which == SB_INSTANCES ? rels->instances : rels->leases))
+		if (relid == table_oid(rels, which))
 			return relid;
-		UnlockRelationOid(relid, AccessShareLock);
+		UnlockRelationOid(relid, mode);
 	}
 }
 
@@ -137,7 +194,7 @@ bool
 sb_lock_table_for_read(SbTable which)
 {
 	bool changed;
-	Oid relid = lock_table(which, &changed);
+	Oid relid = lock_table(which, AccessShareLock, &changed);
 
 	return !IsolationUsesXactSnapshot() && snapshot_predates_ddl(relid, GetActiveSnapshot());
 }
@@ -151,6 +208,10 @@ sb_lock_table_for_read(SbTable which)
  * descriptor, valid for the rest of the transaction (the table stays locked
  * ACCESS SHARE, so its columns cannot change); read columns by name from it,
  * never by position: an admin may have added or dropped columns.
+ *
+ * Row-level security forced on runs is the caller's to check
+ * (SbRelations.runs_row_security): it reads with a statement instead, which
+ * PostgreSQL refuses as it always did.
  *
  * The index is the one the table's relation cache names as its primary key
  * once the table is locked, never an OID remembered from before: REINDEX
@@ -169,7 +230,7 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 	TupleTableSlot *slot;
 	HeapTuple tuple = NULL;
 
-	heap = table_open(lock_table(which, &changed), NoLock);
+	heap = table_open(lock_table(which, AccessShareLock, &changed), NoLock);
 	/* DDL committed while the lock was awaited: was it DROP EXTENSION? */
 	if (changed)
 		sb_call_check();
@@ -183,7 +244,7 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 		sb_report_row_security();
 	pkey = sb_primary_key_index(heap);
 	if (!OidIsValid(pkey))
-		sb_report_missing_table(which == SB_INSTANCES ? "instances_pkey" : "leases_pkey");
+		sb_report_missing_table(psprintf("%s_pkey", table_name(which)));
 	index = index_open(pkey, AccessShareLock);
 	/* The index's own collation, so the btree compares as it was built. */
 	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
@@ -199,4 +260,110 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 	index_close(index, NoLock);
 	table_close(heap, NoLock);
 	return tuple;
+}
+
+/*
+ * Whether rel is run_log_entries as the extension made it, so that what an
+ * INSERT of its three columns does besides writing the row and its index
+ * entries is nothing: no trigger (a deferrable constraint's included), no
+ * rule, no CHECK constraint, no generated, extra or dropped column (whose
+ * default the statement would fill), not a partition (whose bound the
+ * statement would check), row-level security not forced.  The columns by
+ * name and type: run_id text, seq bigint, chunk jsonb.
+ */
+static bool
+entries_as_made(Relation rel)
+{
+	static const struct
+	{
+		const char *name;
+		Oid type;
+	} columns[] = {{"run_id", TEXTOID}, {"seq", INT8OID}, {"chunk", JSONBOID}};
+	TupleDesc desc = RelationGetDescr(rel);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
+		rel->rd_rel->relhastriggers || rel->rd_rel->relhasrules || desc->natts != lengthof(columns))
+		return false;
+	if (rel->rd_rel->relrowsecurity && rel->rd_rel->relforcerowsecurity)
+		return false;
+	if (desc->constr != NULL && (desc->constr->num_check > 0 || desc->constr->has_generated_stored))
+		return false;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped || att->atttypid != columns[i].type ||
+			strcmp(NameStr(att->attname), columns[i].name) != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The elements of chunks (a JSON array, checked by the caller) inserted
+ * into run_log_entries under run_id at seqs after + 1, after + 2, ..., in
+ * the array's order, without a statement: each row written and its index
+ * entries made as INSERT writes them (a duplicate key is PostgreSQL's
+ * 23505), as the caller's user, in the current command.  An INSERT
+ * statement through SPI spends more on its executor's start, its function
+ * scan of the array and its end than on the 16 rows of a typical batch
+ * (BENCHMARKS.md, "Run logs").
+ *
+ * Returns false, having written nothing, when the table is not as the
+ * extension made it (entries_as_made): the caller then runs its statement,
+ * which does whatever the table asks for.
+ */
+bool
+sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks)
+{
+	const SbRelations *rels = sb_relations();
+	bool changed;
+	Relation rel;
+	EState *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	CommandId cid;
+	JsonbIterator *it;
+	JsonbValue v;
+	JsonbIteratorToken token;
+	int64 seq = after;
+
+	if (!OidIsValid(rels->run_log_entries))
+		return false;
+	rel = table_open(lock_table(SB_RUN_LOG_ENTRIES, RowExclusiveLock, &changed), NoLock);
+	if (changed)
+		sb_call_check();
+	if (!entries_as_made(rel))
+	{
+		table_close(rel, NoLock);
+		return false;
+	}
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = table_slot_create(rel, NULL);
+	cid = GetCurrentCommandId(true);
+	it = JsonbIteratorInit(&chunks->root);
+	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (token != WJB_ELEM)
+			continue;
+		ExecClearTuple(slot);
+		slot->tts_values[0] = PointerGetDatum(run_id);
+		slot->tts_values[1] = Int64GetDatum(++seq);
+		slot->tts_values[2] = JsonbPGetDatum(JsonbValueToJsonb(&v));
+		memset(slot->tts_isnull, false, 3 * sizeof(bool));
+		ExecStoreVirtualTuple(slot);
+		table_tuple_insert(rel, slot, cid, 0, NULL);
+		if (rri->ri_NumIndices > 0)
+			(void) sb_insert_index_tuples(rri, slot, estate);
+		ResetPerTupleExprContext(estate);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	return true;
 }

@@ -9,8 +9,10 @@
  * (src/sql/parts/sql-edition/run_log.run_log_append.sql).  This one is C because the
  * append is the hot path of a durable run and a benchmark shows the
  * difference (BENCHMARKS.md, "Run logs"): the checks read the jsonb once,
- * the three statements are prepared once per backend, and the seqs are
- * counted rather than returned by the insert.  The checks, their order and
+ * the statements are prepared once per backend, the seqs are counted rather
+ * than returned by the insert, and where the tables are as the extension
+ * made them the runs row is read and the entries are inserted without a
+ * statement (direct.c).  The checks, their order and
  * every message are the PL/pgSQL function's, as docs/reference.md
  * documents them; both editions run the same tests.
  *
@@ -37,6 +39,7 @@
  */
 #include "sandbox_store.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "fmgr.h"
@@ -44,6 +47,7 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/snapmgr.h"
 
 /*
  * The greatest seq: 2^53 - 1, the largest whole number a JavaScript number
@@ -346,6 +350,17 @@ count_chunks(Jsonb *chunks)
 	return (int) JB_ROOT_COUNT(chunks);
 }
 
+/* What the fence needs of a run's row. */
+typedef struct SbRun
+{
+	bool has_record;   /* the run has a runs row */
+	bool claimed;      /* it has a current epoch */
+	bool ever_claimed; /* it has a highest epoch */
+	int64 current;
+	int64 highest;
+	char *status;
+} SbRun;
+
 /* Column attnum of the statement's one row, an int8: whether it is set, and its value. */
 static bool
 run_int8(int attnum, int64 *value)
@@ -358,39 +373,107 @@ run_int8(int attnum, int64 *value)
 	return !isnull;
 }
 
+/* The one column of the runs row read directly that is named name and of type typid, or 0. */
+static int
+run_column(TupleDesc desc, const char *name, Oid typid)
+{
+	int attnum = SPI_fnumber(desc, name);
+
+	if (attnum <= 0 || TupleDescAttr(desc, attnum - 1)->atttypid != typid)
+		return 0;
+	return attnum;
+}
+
+/*
+ * The runs row of run_id read directly (direct.c), with a snapshot taken
+ * now, as the statement read_run would take it (a new one at READ
+ * COMMITTED; the transaction's, seeing its earlier commands, otherwise).
+ * False when the row is not what the statement would return as it is: a
+ * column retyped, dropped or NULL where the table says NOT NULL (an admin's
+ * change); the caller then runs the statement, which casts or fails as it
+ * always did.
+ */
+static bool
+read_run_direct(text *run_id, SbRun *run)
+{
+	TupleDesc desc;
+	HeapTuple row;
+	int status_att, current_att, highest_att;
+	bool isnull;
+	Datum status;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	row = sb_direct_fetch(SB_RUNS, run_id, GetActiveSnapshot(), &desc);
+	PopActiveSnapshot();
+	run->has_record = row != NULL;
+	if (row == NULL)
+		return true;
+	status_att = run_column(desc, "status", TEXTOID);
+	current_att = run_column(desc, "driver_epoch", INT8OID);
+	highest_att = run_column(desc, "max_driver_epoch", INT8OID);
+	if (status_att == 0 || current_att == 0 || highest_att == 0)
+		return false;
+	status = heap_getattr(row, status_att, desc, &isnull);
+	if (isnull)
+		return false;
+	run->status = TextDatumGetCString(status);
+	run->current = DatumGetInt64(heap_getattr(row, current_att, desc, &isnull));
+	run->claimed = !isnull;
+	run->highest = DatumGetInt64(heap_getattr(row, highest_att, desc, &isnull));
+	run->ever_claimed = !isnull;
+	return true;
+}
+
+/* The runs row of run_id read with the statement read_run (or 1.5.1's). */
+static void
+read_run_statement(text *run_id, bool keeps_highest, SbRun *run)
+{
+	Datum arg = PointerGetDatum(run_id);
+
+	run->has_record = sb_spi_execute(keeps_highest ? &read_run : &read_run_v1_5_1, &arg, NULL,
+									 false, InvalidSnapshot) > 0;
+	if (!run->has_record)
+		return;
+	run->claimed = run_int8(Anum_run_driver_epoch, &run->current);
+	if (keeps_highest)
+		run->ever_claimed = run_int8(Anum_run_max_driver_epoch, &run->highest);
+	else
+	{
+		run->ever_claimed = run->claimed;
+		run->highest = run->current;
+	}
+	run->status = TextDatumGetCString(sb_spi_value(SPI_tuptable, 0, Anum_run_status, "status"));
+}
+
 /*
  * The fence, read after the log row's lock: SB001 unless the write may go
  * on (without an epoch, while the run was never claimed: no runs row, or no
  * highest epoch; at 1.5.1 and 1.5.2 (keeps_highest false), no current one;
  * with one, when it is the run's current epoch).  Returns the run's status
  * (NULL without a runs row), in the caller's memory.
+ *
+ * The runs row is read directly when it may be (sandbox_store.direct_reads,
+ * no Citus, no row-level security forced on runs, a database at 1.6.0 or
+ * later): an SQL statement costs more than the rest of the fence
+ * (BENCHMARKS.md, "Run logs").
  */
 static char *
 check_fence(text *run_id, bool given, int64 epoch, bool keeps_highest)
 {
-	Datum arg = PointerGetDatum(run_id);
-	bool has_record, claimed = false, ever_claimed = false;
-	int64 current = 0, highest = 0;
-	char *status = NULL;
+	const SbRelations *rels = sb_relations();
+	SbRun run = {0};
 
-	has_record = sb_spi_execute(keeps_highest ? &read_run : &read_run_v1_5_1, &arg, NULL, false,
-								InvalidSnapshot) > 0;
-	if (has_record)
+	if (!(keeps_highest && sb_direct_reads() && OidIsValid(rels->runs) &&
+		  !rels->runs_row_security && read_run_direct(run_id, &run)))
 	{
-		claimed = run_int8(Anum_run_driver_epoch, &current);
-		if (keeps_highest)
-			ever_claimed = run_int8(Anum_run_max_driver_epoch, &highest);
-		else
-		{
-			ever_claimed = claimed;
-			highest = current;
-		}
-		status = TextDatumGetCString(sb_spi_value(SPI_tuptable, 0, Anum_run_status, "status"));
+		memset(&run, 0, sizeof(run));
+		read_run_statement(run_id, keeps_highest, &run);
 	}
-	if (given ? (!claimed || current != epoch) : ever_claimed)
-		report_stale_epoch(run_id, given, epoch, has_record, claimed, current,
-						   ever_claimed ? highest : 0);
-	return status;
+	if (given ? (!run.claimed || run.current != epoch) : run.ever_claimed)
+		report_stale_epoch(run_id, given, epoch, run.has_record, run.claimed, run.current,
+						   run.ever_claimed ? run.highest : 0);
+	return run.status;
 }
 
 /*
@@ -454,10 +537,14 @@ run_log_append(FunctionCallInfo fcinfo, bool keeps_highest)
 	if (last > RUN_LOG_MAX_SEQ - n)
 		report_log_full(run_id, last, n);
 
-	args[1] = Int64GetDatum(last);
-	args[2] = PointerGetDatum(chunks);
-	if (sb_spi_execute(&insert_entries, args, NULL, false, InvalidSnapshot) != (uint64) n)
-		elog(ERROR, "the insert of a run's log entries wrote a number of rows other than %d", n);
+	if (!(sb_direct_inserts() && sb_direct_insert_entries(run_id, last, chunks)))
+	{
+		args[1] = Int64GetDatum(last);
+		args[2] = PointerGetDatum(chunks);
+		if (sb_spi_execute(&insert_entries, args, NULL, false, InvalidSnapshot) != (uint64) n)
+			elog(ERROR, "the insert of a run's log entries wrote a number of rows other than %d",
+				 n);
+	}
 	if (watched && notify)
 		Async_Notify(RUN_LOG_CHANNEL, text_to_cstring(run_id));
 	sb_spi_finish();

@@ -24,7 +24,8 @@
  *	  locks.c		the per-key advisory lock, primary only (sandbox_lock_id,
  *					_lock_holder)
  *	  result.c		the row types functions return, looked up once per backend
- *	  direct.c		direct primary-key reads of the hottest lookups
+ *	  direct.c		direct primary-key reads of the hottest lookups, and the
+ *					direct insert of a run log's entries
  *	  spi.c			how statements run: prepared once, as the tables' owner
  *	  catalog, checks and clock
  *	  catalog.c		which relations, their owner, citus: one cache

@@ -24,6 +24,7 @@
 
 #include "executor/spi.h"
 #include "storage/lockdefs.h"
+#include "utils/jsonb.h"
 #include "utils/snapshot.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
@@ -188,6 +189,9 @@ typedef struct SbRelations
 	bool citus;                     /* the citus extension is installed */
 	bool row_security;              /* enabled and forced on a managed table: refused */
 	const char *row_security_table; /* the first such table, for the error */
+	Oid runs;                       /* InvalidOid before version 1.5 */
+	bool runs_row_security;         /* enabled and forced on runs: no direct read of it */
+	Oid run_log_entries;            /* InvalidOid before version 1.5 */
 } SbRelations;
 
 /* sandbox_store.c: the setting sandbox_store.max_checkpoint_bytes (0: no limit) */
@@ -209,12 +213,16 @@ extern bool sb_direct_reads(void);
 typedef enum SbTable
 {
 	SB_INSTANCES,
-	SB_LEASES
+	SB_LEASES,
+	SB_RUNS,
+	SB_RUN_LOG_ENTRIES
 } SbTable;
 
 extern bool sb_lock_table_for_read(SbTable which);
 extern HeapTuple sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot,
 								 TupleDesc *desc);
+extern bool sb_direct_inserts(void);
+extern bool sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks);
 
 /* locks.c: the per-key advisory lock itself */
 extern uint64 sb_lock_id(const text *key);
