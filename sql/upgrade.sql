@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.6.0 -> 1.7.0 -> 1.7.1) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.7.0 -> 1.7.1 -> 1.7.2) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
@@ -684,5 +684,42 @@ RESET ROLE;
 DROP TABLE up_171_before;
 DROP OWNED BY regress_sb_up_171;
 DROP ROLE regress_sb_up_171;
+
+--
+-- 1.7.1 -> 1.7.2 (the same SQL; the library's append).  An app role granted
+-- every function at 1.7.1 keeps every grant and comment (the C functions
+-- are made again, same OIDs); a run claimed and appended to at 1.7.1 goes
+-- on at 1.7.2 with the next seqs, and its old epoch is refused.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.7.1';
+CREATE ROLE regress_sb_up_172;
+GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_172;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_172;
+SELECT sandbox_store.run_create_or_resume('up-172', 'up-thread', 1767225600000) IS NOT NULL AS created;
+SELECT sandbox_store.run_claim('up-172') AS up_172_old \gset
+SELECT sandbox_store.run_claim('up-172') AS up_172_epoch \gset
+SELECT sandbox_store.run_log_append('up-172', '[{"n": 1}, {"n": 2}]', :up_172_epoch) AS at_1_7_1;
+CREATE TEMP TABLE up_172_before AS
+SELECT p.oid, p.oid::regprocedure::text AS function,
+       has_function_privilege('regress_sb_up_172', p.oid, 'EXECUTE') AS app_may,
+       obj_description(p.oid, 'pg_proc') AS comment
+  FROM pg_proc p WHERE p.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace);
+ALTER EXTENSION sandbox_store UPDATE TO '1.7.2';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT count(*) AS functions,
+       count(*) FILTER (WHERE b.oid = p.oid AND b.app_may = has_function_privilege('regress_sb_up_172', p.oid, 'EXECUTE')
+                          AND b.comment IS NOT DISTINCT FROM obj_description(p.oid, 'pg_proc')) AS kept,
+       (SELECT count(*) FROM pg_proc q
+         WHERE q.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace)) AS now
+  FROM up_172_before b LEFT JOIN pg_proc p ON p.oid::regprocedure::text = b.function;
+SET ROLE regress_sb_up_172;
+SELECT sandbox_store.run_log_append('up-172', '[{"n": 3}]', :up_172_epoch) AS at_1_7_2;
+SELECT pg_temp.err(format($$SELECT sandbox_store.run_log_append('up-172', '[{"n": 4}]', %s)$$, :up_172_old)) AS old_epoch;
+SELECT seq, chunk FROM sandbox_store.run_log_read('up-172', 0);
+RESET ROLE;
+DROP TABLE up_172_before;
+DROP OWNED BY regress_sb_up_172;
+DROP ROLE regress_sb_up_172;
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;
