@@ -114,12 +114,13 @@ END $$;
 SELECT replace(pg_temp.detail($q$SELECT sandbox_store.run_log_append('ac-run', '[{"n": 5}]')$q$), :'epoch', 'E')
        AS unfenced_after_clear;
 SELECT seq, chunk FROM sandbox_store.run_log_read('ac-run', 0, 10);
--- The entries' seq retyped and a column with a default added: the append
--- still writes the next seqs, and the new column gets its default.
-ALTER TABLE sandbox_store.run_log_entries ALTER COLUMN seq TYPE numeric,
-  ADD COLUMN note text DEFAULT 'by default';
+-- The entries' seq retyped, then a column with a default added: the
+-- append still writes the next seqs, and the new column gets its default.
 SELECT sandbox_store.run_claim('ac-run') AS epoch \gset
-SELECT sandbox_store.run_log_append('ac-run', '[{"n": 6}, {"n": 7}]', :epoch) AS entries_changed;
+ALTER TABLE sandbox_store.run_log_entries ALTER COLUMN seq TYPE numeric;
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 6}, {"n": 7}]', :epoch) AS seq_retyped;
+ALTER TABLE sandbox_store.run_log_entries ALTER COLUMN seq TYPE bigint, ADD COLUMN note text DEFAULT 'by default';
+SELECT sandbox_store.run_log_append('ac-run', '[{"n": 8}]', :epoch) AS column_added;
 SELECT seq, chunk, note FROM sandbox_store.run_log_entries WHERE run_id = 'ac-run' AND seq > 4 ORDER BY seq;
 
 -- Put the table back as it was for the tests that follow.

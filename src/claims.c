@@ -195,18 +195,18 @@ bool
 sb_claim_token_set(const text *key)
 {
 	Snapshot snapshot;
-	bool set;
+	TupleDesc desc;
+	bool set = false;
 
 	if (!sb_claims_enabled())
 		return false;
 
 	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	desc = NULL;
 	if (sb_direct_reads())
 	{
-		TupleDesc desc;
 		HeapTuple row = sb_direct_fetch(SB_LEASES, key, snapshot, &desc);
 
-		set = false;
 		if (row != NULL)
 		{
 			int attnum = SPI_fnumber(desc, "owner_token");
@@ -219,7 +219,8 @@ sb_claim_token_set(const text *key)
 			heap_freetuple(row); /* a call waiting for a claim polls here */
 		}
 	}
-	else
+	/* No direct read, or none possible (desc NULL): the statement. */
+	if (desc == NULL)
 	{
 		Datum arg = PointerGetDatum(key);
 

@@ -29,6 +29,7 @@
 #include "sandbox_store.h"
 
 #include "access/genam.h"
+#include "catalog/pg_am.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/stratnum.h"
@@ -41,8 +42,10 @@
 #include "catalog/indexing.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
+#include "miscadmin.h"
 #include "executor/tuptable.h"
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
@@ -199,53 +202,66 @@ sb_lock_table_for_read(SbTable which)
 	return !IsolationUsesXactSnapshot() && snapshot_predates_ddl(relid, GetActiveSnapshot());
 }
 
-/*
- * The row of key in the managed table which, found through the table's
- * primary key (on one text column) with snapshot (NULL: the statement's, or
- * a new one if it predates DDL on the table, as in sb_lock_table_for_read):
- * a copy in the current
- * memory context, or NULL if there is none.  *desc is set to the table's
- * descriptor, valid for the rest of the transaction (the table stays locked
- * ACCESS SHARE, so its columns cannot change); read columns by name from it,
- * never by position: an admin may have added or dropped columns.
- *
- * Row-level security forced on runs is the caller's to check
- * (SbRelations.runs_row_security): it reads with a statement instead, which
- * PostgreSQL refuses as it always did.
- *
- * The index is the one the table's relation cache names as its primary key
- * once the table is locked, never an OID remembered from before: REINDEX
- * CONCURRENTLY or an admin's DROP and ADD of the constraint replace it, and
- * an index dropped that way waits for the lock this call now holds.
- */
-HeapTuple
-sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *desc)
+/* The column that is the primary key of the managed table which. */
+static const char *
+key_column(SbTable which)
 {
-	bool changed;
-	Relation heap;
+	return which == SB_RUNS ? "run_id" : "key";
+}
+
+/*
+ * The primary key of heap, open, if it is the probe this file makes: a
+ * btree on the one text column key_column(which), compared as text with the
+ * column's own collation, as the statements' WHERE clauses compare.
+ * Otherwise (an admin's DROP and ADD of the constraint on other columns or
+ * types, which the statements do not rely on) NULL: the caller runs its
+ * statement.  No primary key at all is a damaged installation (42P01).
+ */
+static Relation
+open_key_index(SbTable which, Relation heap)
+{
+	Oid pkey = sb_primary_key_index(heap);
 	Relation index;
-	Oid pkey;
+	int attnum;
+	Form_pg_attribute att;
+
+	if (!OidIsValid(pkey))
+		sb_report_missing_table(psprintf("%s_pkey", table_name(which)));
+	attnum = SPI_fnumber(RelationGetDescr(heap), key_column(which));
+	if (attnum <= 0)
+		return NULL;
+	att = TupleDescAttr(RelationGetDescr(heap), attnum - 1);
+	index = index_open(pkey, AccessShareLock);
+	if (index->rd_rel->relam != BTREE_AM_OID || index->rd_index->indnkeyatts != 1 ||
+		index->rd_index->indkey.values[0] != attnum || att->atttypid != TEXTOID ||
+		index->rd_opfamily[0] != TEXT_BTREE_FAM_OID ||
+		index->rd_indcollation[0] != att->attcollation)
+	{
+		index_close(index, AccessShareLock);
+		return NULL;
+	}
+	return index;
+}
+
+/*
+ * The row of key in heap (the managed table which, locked), found through
+ * its primary key with snapshot: a copy in the current memory context, or
+ * NULL if there is none.  *desc is set to the table's descriptor, or to NULL
+ * when the primary key is not one this file can probe (open_key_index).
+ */
+static HeapTuple
+fetch(SbTable which, Relation heap, const text *key, Snapshot snapshot, TupleDesc *desc)
+{
+	Relation index;
 	ScanKeyData skey;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
 	HeapTuple tuple = NULL;
 
-	heap = table_open(lock_table(which, AccessShareLock, &changed), NoLock);
-	/* DDL committed while the lock was awaited: was it DROP EXTENSION? */
-	if (changed)
-		sb_call_check();
-	if (snapshot == NULL)
-	{
-		snapshot = GetActiveSnapshot();
-		if (!IsolationUsesXactSnapshot() && snapshot_predates_ddl(RelationGetRelid(heap), snapshot))
-			snapshot = GetLatestSnapshot();
-	}
-	if (sb_relations()->row_security)
-		sb_report_row_security();
-	pkey = sb_primary_key_index(heap);
-	if (!OidIsValid(pkey))
-		sb_report_missing_table(psprintf("%s_pkey", table_name(which)));
-	index = index_open(pkey, AccessShareLock);
+	*desc = NULL;
+	index = open_key_index(which, heap);
+	if (index == NULL)
+		return NULL;
 	/* The index's own collation, so the btree compares as it was built. */
 	ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
 						   index->rd_indcollation[0], F_TEXTEQ, PointerGetDatum(key));
@@ -258,6 +274,77 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 	ExecDropSingleTupleTableSlot(slot);
 	*desc = RelationGetDescr(heap);
 	index_close(index, NoLock);
+	return tuple;
+}
+
+/* The managed table which, locked ACCESS SHARE (after a wait, checked as a call's). */
+static Relation
+open_for_read(SbTable which)
+{
+	bool changed;
+	Relation heap = table_open(lock_table(which, AccessShareLock, &changed), NoLock);
+
+	/* DDL committed while the lock was awaited: was it DROP EXTENSION? */
+	if (changed)
+		sb_call_check();
+	return heap;
+}
+
+/*
+ * The row of key in the managed table which (instances or leases), found
+ * through the table's primary key (on one text column) with snapshot (NULL:
+ * the statement's, or a new one if it predates DDL on the table, as in
+ * sb_lock_table_for_read): a copy in the current memory context, or NULL
+ * if there is none.  *desc is set to the table's descriptor, valid for the
+ * rest of the transaction (the table stays locked ACCESS SHARE, so its
+ * columns cannot change); read columns by name from it, never by position:
+ * an admin may have added or dropped columns.  *desc NULL: the primary key
+ * is not one this file probes; the caller runs its statement.
+ *
+ * The index is the one the table's relation cache names as its primary key
+ * once the table is locked, never an OID remembered from before: REINDEX
+ * CONCURRENTLY or an admin's DROP and ADD of the constraint replace it, and
+ * an index dropped that way waits for the lock this call now holds.
+ */
+HeapTuple
+sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *desc)
+{
+	Relation heap = open_for_read(which);
+	HeapTuple tuple;
+
+	if (snapshot == NULL)
+	{
+		snapshot = GetActiveSnapshot();
+		if (!IsolationUsesXactSnapshot() && snapshot_predates_ddl(RelationGetRelid(heap), snapshot))
+			snapshot = GetLatestSnapshot();
+	}
+	if (sb_relations()->row_security)
+		sb_report_row_security();
+	tuple = fetch(which, heap, key, snapshot, desc);
+	table_close(heap, NoLock);
+	return tuple;
+}
+
+/*
+ * The row of key in the managed table which as the transaction's next
+ * statement would read it: the snapshot taken once the table is locked (a
+ * new one at READ COMMITTED, so a rewrite of the table committed while the
+ * lock was awaited is seen as a statement would see it; the transaction's
+ * at REPEATABLE READ), seeing the transaction's commands so far.  Otherwise
+ * as sb_direct_fetch.  Row-level security forced on runs is the caller's to
+ * check (SbRelations.runs_row_security): it reads with a statement instead,
+ * which PostgreSQL refuses as it always did.
+ */
+HeapTuple
+sb_direct_fetch_next(SbTable which, const text *key, TupleDesc *desc)
+{
+	Relation heap = open_for_read(which);
+	HeapTuple tuple;
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	UpdateActiveSnapshotCommandId();
+	tuple = fetch(which, heap, key, GetActiveSnapshot(), desc);
+	PopActiveSnapshot();
 	table_close(heap, NoLock);
 	return tuple;
 }
@@ -265,10 +352,12 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 /*
  * Whether rel is run_log_entries as the extension made it, so that what an
  * INSERT of its three columns does besides writing the row and its index
- * entries is nothing: no trigger (a deferrable constraint's included), no
- * rule, no CHECK constraint, no generated, extra or dropped column (whose
- * default the statement would fill), not a partition (whose bound the
- * statement would check), row-level security not forced.  The columns by
+ * entries is nothing: no trigger (a deferrable constraint's included; the
+ * relation cache's, as pg_class keeps relhastriggers set until a VACUUM
+ * after the last is dropped), no rule, no CHECK constraint, no identity or
+ * generated column, no extra or dropped one (whose default the statement
+ * would fill), not a partition (whose bound the statement would check),
+ * row-level security not forced.  The columns by
  * name and type: run_id text, seq bigint, chunk jsonb.
  */
 static bool
@@ -282,7 +371,7 @@ entries_as_made(Relation rel)
 	TupleDesc desc = RelationGetDescr(rel);
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition ||
-		rel->rd_rel->relhastriggers || rel->rd_rel->relhasrules || desc->natts != lengthof(columns))
+		rel->trigdesc != NULL || rel->rd_rules != NULL || desc->natts != lengthof(columns))
 		return false;
 	if (rel->rd_rel->relrowsecurity && rel->rd_rel->relforcerowsecurity)
 		return false;
@@ -292,8 +381,8 @@ entries_as_made(Relation rel)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (att->attisdropped || att->atttypid != columns[i].type ||
-			strcmp(NameStr(att->attname), columns[i].name) != 0)
+		if (att->attisdropped || att->atttypid != columns[i].type || att->attidentity != '\0' ||
+			att->attgenerated != '\0' || strcmp(NameStr(att->attname), columns[i].name) != 0)
 			return false;
 	}
 	return true;
@@ -304,7 +393,9 @@ entries_as_made(Relation rel)
  * into run_log_entries under run_id at seqs after + 1, after + 2, ..., in
  * the array's order, without a statement: each row written and its index
  * entries made as INSERT writes them (a duplicate key is PostgreSQL's
- * 23505), as the caller's user, in the current command.  An INSERT
+ * 23505), as the tables' owner in a restricted security context (as the
+ * statements run: an admin's index expression is evaluated so), in the
+ * current command.  An INSERT
  * statement through SPI spends more on its executor's start, its function
  * scan of the array and its end than on the 16 rows of a typical batch
  * (BENCHMARKS.md, "Run logs").
@@ -327,6 +418,8 @@ sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks)
 	JsonbValue v;
 	JsonbIteratorToken token;
 	int64 seq = after;
+	Oid save_userid;
+	int save_sec_context;
 
 	if (!OidIsValid(rels->run_log_entries))
 		return false;
@@ -339,6 +432,7 @@ sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks)
 		return false;
 	}
 
+	sb_as_owner_begin(&save_userid, &save_sec_context);
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
@@ -348,6 +442,7 @@ sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks)
 	it = JsonbIteratorInit(&chunks->root);
 	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (token != WJB_ELEM)
 			continue;
 		ExecClearTuple(slot);
@@ -364,6 +459,7 @@ sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks)
 	ExecDropSingleTupleTableSlot(slot);
 	ExecCloseIndices(rri);
 	FreeExecutorState(estate);
+	sb_as_owner_end(save_userid, save_sec_context);
 	table_close(rel, NoLock);
 	return true;
 }

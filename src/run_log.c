@@ -43,11 +43,11 @@
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
-#include "utils/snapmgr.h"
 
 /*
  * The greatest seq: 2^53 - 1, the largest whole number a JavaScript number
@@ -344,6 +344,7 @@ count_chunks(Jsonb *chunks)
 	it = JsonbIteratorInit(&chunks->root);
 	while ((token = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (token == WJB_ELEM && (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data)))
 			report_not_an_object();
 	}
@@ -385,13 +386,13 @@ run_column(TupleDesc desc, const char *name, Oid typid)
 }
 
 /*
- * The runs row of run_id read directly (direct.c), with a snapshot taken
- * now, as the statement read_run would take it (a new one at READ
+ * The runs row of run_id read directly (direct.c), with the snapshot the
+ * statement read_run would take once it holds its lock (a new one at READ
  * COMMITTED; the transaction's, seeing its earlier commands, otherwise).
  * False when the row is not what the statement would return as it is: a
- * column retyped, dropped or NULL where the table says NOT NULL (an admin's
- * change); the caller then runs the statement, which casts or fails as it
- * always did.
+ * column retyped, dropped or NULL where the table says NOT NULL, or a
+ * primary key on other columns (an admin's change); the caller then runs
+ * the statement, which casts or fails as it always did.
  */
 static bool
 read_run_direct(text *run_id, SbRun *run)
@@ -402,10 +403,9 @@ read_run_direct(text *run_id, SbRun *run)
 	bool isnull;
 	Datum status;
 
-	PushActiveSnapshot(GetTransactionSnapshot());
-	UpdateActiveSnapshotCommandId();
-	row = sb_direct_fetch(SB_RUNS, run_id, GetActiveSnapshot(), &desc);
-	PopActiveSnapshot();
+	row = sb_direct_fetch_next(SB_RUNS, run_id, &desc);
+	if (desc == NULL)
+		return false;
 	run->has_record = row != NULL;
 	if (row == NULL)
 		return true;

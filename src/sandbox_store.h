@@ -176,6 +176,8 @@ extern uint64 sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, 
 							 Snapshot snapshot);
 extern Portal sb_spi_cursor_open(SbStatement *stmt, Datum *args, const char *nulls);
 extern uint64 sb_spi_cursor_fetch(Portal portal, long count);
+extern void sb_as_owner_begin(Oid *save_userid, int *save_sec_context);
+extern void sb_as_owner_end(Oid save_userid, int save_sec_context);
 
 /* catalog.c: the managed relations, their owner, citus (one cache); the call in progress */
 typedef struct SbRelations
@@ -221,6 +223,7 @@ typedef enum SbTable
 extern bool sb_lock_table_for_read(SbTable which);
 extern HeapTuple sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot,
 								 TupleDesc *desc);
+extern HeapTuple sb_direct_fetch_next(SbTable which, const text *key, TupleDesc *desc);
 extern bool sb_direct_inserts(void);
 extern bool sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks);
 

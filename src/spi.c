@@ -112,6 +112,8 @@ sb_spi_plan(SbStatement *stmt)
 
 /*
  * Become the tables' owner; on error, transaction abort restores the user.
+ * The statements here, and the direct insert of a run log's entries
+ * (direct.c), which may evaluate an admin's index expressions, run so.
  *
  * SECURITY_RESTRICTED_OPERATION without a GUC nest level (which PostgreSQL
  * adds where it runs user code as another role, e.g. index expressions, so
@@ -121,12 +123,19 @@ sb_spi_plan(SbStatement *stmt)
  * anything.  (A trigger an admin adds to a managed table would; the
  * operations guide says not to.)
  */
-static void
-as_owner_begin(Oid *save_userid, int *save_sec_context)
+void
+sb_as_owner_begin(Oid *save_userid, int *save_sec_context)
 {
 	GetUserIdAndSecContext(save_userid, save_sec_context);
 	SetUserIdAndSecContext(get_table_owner(), *save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 												  SECURITY_RESTRICTED_OPERATION);
+}
+
+/* Back to the user sb_as_owner_begin saved. */
+void
+sb_as_owner_end(Oid save_userid, int save_sec_context)
+{
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
 /*
@@ -262,7 +271,7 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 	 * may have waited for its tables.
 	 */
 	sb_call_check();
-	as_owner_begin(&save_userid, &save_sec_context);
+	sb_as_owner_begin(&save_userid, &save_sec_context);
 	if (will_plan(source, stmt->nargs > 0))
 		nest_level = plan_by_index_begin();
 	generation = source->generation;
@@ -271,7 +280,7 @@ sb_spi_execute(SbStatement *stmt, Datum *args, const char *nulls, bool read_only
 			SPI_execute_snapshot(plan, args, nulls, snapshot, InvalidSnapshot, read_only, false, 0);
 	else
 		rc = SPI_execute_plan(plan, args, nulls, read_only, 0);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	sb_as_owner_end(save_userid, save_sec_context);
 	plan_by_index_end(nest_level);
 	/* (the source's generation counts the plans made for it) */
 	if (nest_level == 0 && plan_source(plan)->generation != generation)
@@ -317,9 +326,9 @@ sb_spi_cursor_open(SbStatement *stmt, Datum *args, const char *nulls)
 	Portal portal;
 
 	sb_call_check();
-	as_owner_begin(&save_userid, &save_sec_context);
+	sb_as_owner_begin(&save_userid, &save_sec_context);
 	portal = SPI_cursor_open(NULL, plan, args, nulls, false);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	sb_as_owner_end(save_userid, save_sec_context);
 	return portal;
 }
 
@@ -330,9 +339,9 @@ sb_spi_cursor_fetch(Portal portal, long count)
 	Oid save_userid;
 	int save_sec_context;
 
-	as_owner_begin(&save_userid, &save_sec_context);
+	sb_as_owner_begin(&save_userid, &save_sec_context);
 	SPI_cursor_fetch(portal, true, count);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	sb_as_owner_end(save_userid, save_sec_context);
 	sb_call_check();
 	return SPI_processed;
 }

@@ -470,15 +470,19 @@ sandbox_get(PG_FUNCTION_ARGS)
 		sb_call_begin();
 		row = sb_direct_fetch(SB_INSTANCES, (const text *) DatumGetPointer(key), NULL, &desc);
 		sb_call_end();
-		if (row != NULL)
+		/* desc NULL: a primary key of an admin's making; the statement reads. */
+		if (desc != NULL)
 		{
-			Datum *values = palloc(rsinfo->setDesc->natts * sizeof(Datum));
-			bool *nulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
+			if (row != NULL)
+			{
+				Datum *values = palloc(rsinfo->setDesc->natts * sizeof(Datum));
+				bool *nulls = palloc(rsinfo->setDesc->natts * sizeof(bool));
 
-			sb_result_values(rsinfo->setDesc, row, desc, values, nulls);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+				sb_result_values(rsinfo->setDesc, row, desc, values, nulls);
+				tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			}
+			return (Datum) 0;
 		}
-		return (Datum) 0;
 	}
 	sb_spi_connect();
 	sb_spi_execute(&get_stmt, &key, NULL, true, statement_snapshot());
