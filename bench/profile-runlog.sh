@@ -15,6 +15,9 @@
 #                  run_log_entries' shape, at seqs counted by the script
 #   append         run_log_append(run, chunks): a log without a runs row
 #   append_fenced  run_log_append(run, chunks, 1) on a claimed run
+#   append_statements  append_fenced with sandbox_store.direct_reads and
+#                  sandbox_store.direct_inserts off: the C edition's
+#                  statements (as before 1.7.2)
 #   sql_append_fenced  append_fenced with the SQL edition (the plain script
 #                  built from this tree) instead of the extension
 #   hand_fenced    bench/runlog_hand.pgbench's hand-written statement that
@@ -98,7 +101,8 @@ script() { # workload n
       for j in "${bare_chunks[@]}"; do args+=", '$j'"; done
       for i in $(seq 1 "$2"); do echo "EXECUTE s('bare', $(((i - 1) * 16))$args)"; done
       ;;
-    append | append_fenced | sql_append_fenced)
+    append | append_fenced | append_statements | sql_append_fenced)
+      [ "$1" != append_statements ] || echo "SET sandbox_store.direct_reads = off; SET sandbox_store.direct_inserts = off"
       echo "PREPARE s(text, jsonb, int8) AS SELECT sandbox_store.run_log_append(\$1, \$2, \$3)"
       case $1 in
         append) args="'open', '$chunks', NULL" ;;
@@ -136,7 +140,7 @@ run() { # workload n outfile
 say "$calls calls after $warm warm-up calls, instructions per call:"
 printf '%-20s %14s %8s\n' workload instructions "/ bare" >"$out/summary.txt"
 bare=""
-for wl in bare append append_fenced sql_append_fenced hand_fenced; do
+for wl in bare append append_fenced append_statements sql_append_fenced hand_fenced; do
   run "$wl" "$warm" "$out/$wl.short.cg"
   run "$wl" "$((warm + calls))" "$out/$wl.cg"
   per=$((($(instructions "$out/$wl.cg") - $(instructions "$out/$wl.short.cg")) / calls))

@@ -12,6 +12,10 @@
 #                      run_logs row's upsert (last_seq, its row lock), the
 #                      runs row read (the fence), 16 entries (no NOTIFY:
 #                      nobody watches these logs)
+#       append_statements  append_fenced with sandbox_store.direct_reads and
+#                      sandbox_store.direct_inserts off (the C edition's
+#                      statements, as before 1.7.2: what reading the runs
+#                      row and inserting the entries directly saves)
 #       append         run_log_append(run, chunks): no epoch, no runs row
 #                      (createStreamDurability without a driver)
 #       sql_append_fenced  append_fenced in a second database,
@@ -124,7 +128,7 @@ if [ "$smoke" = 1 ]; then
 fi
 db=bench_runlog
 sqldb=bench_runlog_sql
-wls=(append_fenced append sql_append_fenced bare hand_fenced append_watched append_woken sql_append_watched sql_append_woken)
+wls=(append_fenced append_statements append sql_append_fenced bare hand_fenced append_watched append_woken sql_append_watched sql_append_woken)
 read -r -a syncs <<<"${BENCH_RUNLOG_SYNCS:-on off}"
 
 psql_db() { psql -X -q -v ON_ERROR_STOP=1 -d "$db" "$@"; }
@@ -214,7 +218,7 @@ run_one() { # workload sync rep
       ;;
   esac
   case $wl in
-    append_fenced | sql_append_fenced | append_watched | sql_append_watched)
+    append_fenced | append_statements | sql_append_fenced | append_watched | sql_append_watched)
       args=(-D prefix=fenced- -D epoch=1000000 -D "chunks=$chunks" -f "$here/runlog_append.pgbench") ;;
     append_woken | sql_append_woken)
       args=(-D prefix=fenced- -D epoch=1000000 -D "chunks=$chunks" -f "$here/runlog_woken.pgbench") ;;
@@ -223,7 +227,9 @@ run_one() { # workload sync rep
     bare) args=(-D prefix=bare- -D n=0 "${bare_vars[@]}" -f "$here/runlog_bare.pgbench") ;;
   esac
   psql_db -c "CHECKPOINT"
-  PGOPTIONS="-c synchronous_commit=$sync" pgbench -n -M prepared -c "$clients" -j "$j" "${dur[@]}" "${args[@]}" "$wdb" >"$res" 2>&1 || rc=$?
+  local options="-c synchronous_commit=$sync"
+  [ "$wl" = append_statements ] && options+=" -c sandbox_store.direct_reads=off -c sandbox_store.direct_inserts=off"
+  PGOPTIONS="$options" pgbench -n -M prepared -c "$clients" -j "$j" "${dur[@]}" "${args[@]}" "$wdb" >"$res" 2>&1 || rc=$?
   if [ -n "$listener" ]; then
     kill -TERM "$listener"
     wait "$listener" || fail "runlog $wl: the listener failed"
@@ -349,6 +355,7 @@ WITH m AS (
     FROM runlog_runs GROUP BY workload, sync),
  o(workload, label, unwatched) AS (VALUES
   ('append_fenced', 'run_log_append, fenced (epoch)', NULL),
+  ('append_statements', 'the same through statements (direct_reads, direct_inserts off)', NULL),
   ('append', 'run_log_append, no epoch', NULL),
   ('append_watched', 'run_log_append, fenced, watched: notifies at its commit', 'append_fenced'),
   ('append_woken', 'run_log_append, fenced, watched: notify false, run_log_wake after the commit', 'append_fenced'),
@@ -365,14 +372,14 @@ SELECT format('| %s | %s | %s | %s | %s | %s | %s | %s |', o.label, m.sync,
               CASE WHEN u.tps IS NULL THEN '' ELSE
                 round((m.tps / u.tps)::numeric, 2)::text
                 || CASE WHEN m.tps / u.tps >= 0.8 THEN '' ELSE ' (below 0.8)' END END,
-              CASE WHEN h.tps IS NULL OR m.workload NOT IN ('append_fenced', 'sql_append_fenced') THEN '' ELSE
+              CASE WHEN h.tps IS NULL OR m.workload NOT IN ('append_fenced', 'append_statements', 'sql_append_fenced') THEN '' ELSE
                 round((m.tps / h.tps)::numeric, 2)::text
                 || CASE WHEN m.tps / h.tps >= 1.0 THEN '' ELSE ' (below 1.0)' END END)
   FROM o JOIN m ON m.workload = o.workload
   JOIN m b ON b.workload = 'bare' AND b.sync = m.sync
   LEFT JOIN m u ON u.workload = o.unwatched AND u.sync = m.sync
   LEFT JOIN m h ON h.workload = 'hand_fenced' AND h.sync = m.sync
- ORDER BY m.sync DESC, array_position(ARRAY['append_fenced', 'append', 'append_watched', 'append_woken',
+ ORDER BY m.sync DESC, array_position(ARRAY['append_fenced', 'append_statements', 'append', 'append_watched', 'append_woken',
                                             'sql_append_fenced', 'sql_append_watched', 'sql_append_woken', 'hand_fenced', 'bare'], m.workload);
 SQL
   echo

@@ -357,8 +357,8 @@ sb_direct_fetch_next(SbTable which, const text *key, TupleDesc *desc)
  * after the last is dropped), no rule, no CHECK constraint, no identity or
  * generated column, no extra or dropped one (whose default the statement
  * would fill), not a partition (whose bound the statement would check),
- * row-level security not forced.  The columns by
- * name and type: run_id text, seq bigint, chunk jsonb.
+ * row-level security not forced.  The columns by name and type: run_id
+ * text, seq bigint, chunk jsonb.
  */
 static bool
 entries_as_made(Relation rel)
@@ -395,10 +395,9 @@ entries_as_made(Relation rel)
  * entries made as INSERT writes them (a duplicate key is PostgreSQL's
  * 23505), as the tables' owner in a restricted security context (as the
  * statements run: an admin's index expression is evaluated so), in the
- * current command.  An INSERT
- * statement through SPI spends more on its executor's start, its function
- * scan of the array and its end than on the 16 rows of a typical batch
- * (BENCHMARKS.md, "Run logs").
+ * current command.  An INSERT statement through SPI spends more on its
+ * executor's start, its function scan of the array and its end than on the
+ * 16 rows of a typical batch (BENCHMARKS.md, "Run logs").
  *
  * Returns false, having written nothing, when the table is not as the
  * extension made it (entries_as_made): the caller then runs its statement,
