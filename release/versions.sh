@@ -6,6 +6,8 @@
 #
 #   src/sql/released/sandbox_store--V.sql
 #                                    exists, or src/sql/build.sh that makes it
+#   src/sql/released/sql-edition/    the updates as released (build.sh
+#                                    expand), none a plain script
 #   META.json                        version and provides.sandbox_store.version
 #                                    are V as a semantic version (X.Y.0, or
 #                                    X.Y.Z), and the file follows the PGXN
@@ -59,6 +61,17 @@ semver=$v
 # (kept as written, or put together from src/sql/parts by the build)
 [ -f "src/sql/released/sandbox_store--$v.sql" ] || [ -x src/sql/build.sh ] ||
   problem "src/sql/released/sandbox_store--$v.sql (the install script of $v) is missing, and src/sql/build.sh that makes it"
+
+# The SQL edition's released updates are kept in the form the pg_tle
+# registration carries (src/sql/build.sh expand), not as the plain script
+# made from it: that one opens a transaction of its own, which an update run
+# through pg_tle may not.
+for f in src/sql/released/sql-edition/*.sql; do
+  [ -f "$f" ] || continue
+  if grep -q "^-- sandbox_store: the SQL edition's plain script" "$f" || grep -qx 'BEGIN;' "$f"; then
+    problem "$f is the plain script (src/sql/build.sh plain-update), not the update as released (src/sql/build.sh expand)"
+  fi
+done
 
 # 2. CHANGELOG.md: its newest heading.
 heading=$(grep -m1 '^## ' CHANGELOG.md || true)

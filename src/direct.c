@@ -277,17 +277,17 @@ fetch(SbTable which, Relation heap, const text *key, Snapshot snapshot, TupleDes
 	return tuple;
 }
 
-/* The managed table which, locked ACCESS SHARE (after a wait, checked as a call's). */
+/* The managed table which, locked in mode (after a wait, checked as a call's). */
 static Relation
-open_for_read(SbTable which)
+open_locked(SbTable which, LOCKMODE mode)
 {
 	bool changed;
-	Relation heap = table_open(lock_table(which, AccessShareLock, &changed), NoLock);
+	Relation rel = table_open(lock_table(which, mode, &changed), NoLock);
 
 	/* DDL committed while the lock was awaited: was it DROP EXTENSION? */
 	if (changed)
 		sb_call_check();
-	return heap;
+	return rel;
 }
 
 /*
@@ -309,7 +309,7 @@ open_for_read(SbTable which)
 HeapTuple
 sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *desc)
 {
-	Relation heap = open_for_read(which);
+	Relation heap = open_locked(which, AccessShareLock);
 	HeapTuple tuple;
 
 	if (snapshot == NULL)
@@ -338,7 +338,7 @@ sb_direct_fetch(SbTable which, const text *key, Snapshot snapshot, TupleDesc *de
 HeapTuple
 sb_direct_fetch_next(SbTable which, const text *key, TupleDesc *desc)
 {
-	Relation heap = open_for_read(which);
+	Relation heap = open_locked(which, AccessShareLock);
 	HeapTuple tuple;
 
 	PushActiveSnapshot(GetTransactionSnapshot());
@@ -407,7 +407,6 @@ bool
 sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks)
 {
 	const SbRelations *rels = sb_relations();
-	bool changed;
 	Relation rel;
 	EState *estate;
 	ResultRelInfo *rri;
@@ -422,9 +421,7 @@ sb_direct_insert_entries(const text *run_id, int64 after, Jsonb *chunks)
 
 	if (!OidIsValid(rels->run_log_entries))
 		return false;
-	rel = table_open(lock_table(SB_RUN_LOG_ENTRIES, RowExclusiveLock, &changed), NoLock);
-	if (changed)
-		sb_call_check();
+	rel = open_locked(SB_RUN_LOG_ENTRIES, RowExclusiveLock);
 	if (!entries_as_made(rel))
 	{
 		table_close(rel, NoLock);

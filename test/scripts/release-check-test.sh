@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test/scripts/release-check-test.sh: release/versions.sh (make release-check)
-# refuses the install lines that name another release's files (make lint
-# runs it).  On a copy of the files it reads: the tree as it is passes; a
-# stale zip, a stale .deb and a stale client tarball each fail, naming the
-# file.
+# refuses the install lines that name another release's files, and a
+# released SQL edition update kept as its plain script (make lint runs it).
+# On a copy of the files it reads: the tree as it is passes; a stale zip, a
+# stale .deb, a stale client tarball and a plain script's header or BEGIN in
+# the newest released update each fail, naming the file.
 set -euo pipefail
 
 # shellcheck source=test/scripts/lib.sh
@@ -19,6 +20,8 @@ cp docs/reference.md "$copy/docs/"
 cp debian/changelog "$copy/debian/"
 cp -r clients/typescript/package.json clients/typescript/README.md clients/typescript/docs "$copy/clients/typescript/"
 cp src/sql/build.sh "$copy/src/sql/"
+mkdir -p "$copy/src/sql/released/sql-edition"
+cp src/sql/released/sql-edition/*.sql "$copy/src/sql/released/sql-edition/"
 
 check() { SB_RELEASE_TREE=$copy release/versions.sh 2>&1; }
 check >/dev/null || fail "the tree as it is does not pass release/versions.sh"
@@ -41,4 +44,9 @@ expect_refused README.md 's/sandbox-store_[0-9][^_]*_amd64/sandbox-store_0.9-1_a
   "README.md names the package of 0.9-1"
 expect_refused clients/typescript/README.md 's/sandbox-store-client-[0-9.]+[0-9]\.tgz/sandbox-store-client-0.0.1.tgz/' \
   "names the tarball of 0.0.1"
-say "ok: release/versions.sh refuses stale release file names"
+updates=("$copy"/src/sql/released/sql-edition/*.sql)
+released=${updates[-1]#"$copy/"}
+expect_refused "$released" "1s/^/-- sandbox_store: the SQL edition's plain script, from X to Y.\n/" \
+  "is the plain script"
+expect_refused "$released" '0,/^CREATE/s/^CREATE/BEGIN;\nCREATE/' "is the plain script"
+say "ok: release/versions.sh refuses stale release file names and a released update in plain-script form"
