@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# bench/profile-checkpoints.sh: CPU instructions per checkpoint append beside
+# the hand-written statement and the bare insert of bench/checkpoints.sh,
+# counted with valgrind --tool=callgrind on a single-user backend, as
+# bench/profile-runlog.sh counts the run log's append (the difference between
+# a run of PROFILE_WARM and one of PROFILE_WARM + PROFILE_CALLS calls, over
+# PROFILE_CALLS).  Not part of `make bench`; needs valgrind.
+#
+#   bench/profile-checkpoints.sh
+#
+# Workloads, each a prepared statement appending bench/checkpoints.sh's
+# checkpoint (109 kB of JSON) to one thread, on its head:
+#
+#   bare        the INSERT of the same row alone (its blob keys computed
+#               before the runs): bench/checkpoints.sh's insert, by hand
+#   append      checkpoint_head and checkpoint_append in one statement
+#               (bench/checkpoints.sh's append and insert, the extension)
+#   sql_append  the same with the SQL edition (the plain script built from
+#               this tree) instead of the extension
+#   hand        bench/checkpoints.sh's append by hand: the writer's lease row
+#               locked and checked, the row with its blob keys, the head's
+#               compare-and-set, in one statement
+#
+# Prints instructions per call and each one's ratio to bare; callgrind's
+# inclusive costs of the long runs go to PROFILE_OUT/WORKLOAD.annotate.txt.
+# Needs the extension installed (make install).  As root it runs as the
+# postgres user on a copy of the tree and copies the results back.
+#
+#   PROFILE_CALLS (200)  PROFILE_WARM (50)  PROFILE_OUT (bench/out/profile-checkpoints)
+
+set -euo pipefail
+
+# shellcheck source=test/scripts/lib.sh
+. "$(dirname "$0")/../test/scripts/lib.sh"
+sb_name=profile-checkpoints
+here=$sb_top/bench
+out=${PROFILE_OUT:-$here/out/profile-checkpoints}
+calls=${PROFILE_CALLS:-200}
+warm=${PROFILE_WARM:-50}
+
+if [ "$(id -u)" = 0 ]; then
+  export PROFILE_SHOWN_OUT=$out
+  unset PROFILE_OUT
+  sb_results_from=bench/out/profile-checkpoints sb_results_to=$out
+  sb_as_postgres "$@"
+fi
+
+for tool in valgrind callgrind_annotate; do
+  command -v "$tool" >/dev/null 2>&1 || fail "$tool not found (apt-get install valgrind)"
+done
+sb_use_pg
+bindir=$sb_bindir
+mkdir -p "$out"
+sb_tempdir sandbox_store_profile_checkpoints; dir=$sb_dir
+
+# Two databases: the extension, and the SQL edition's plain script; in each
+# the checkpoint, a writer of thread-0 and a first checkpoint as its head,
+# and the by-hand tables beside them.
+sb_cluster_init "$dir" "jit = off"
+sb_cluster_start "$dir"
+sb_cluster_env "$dir"
+"$sb_top/src/sql/build.sh" plain "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$sb_top/sandbox_store.control")" \
+  >"$dir/sandbox_store-sql.sql"
+psql -X -q -d postgres -c "CREATE DATABASE bench" -c "CREATE DATABASE bench_sql"
+psql -X -q -v ON_ERROR_STOP=1 -d bench -c "CREATE EXTENSION sandbox_store"
+psql -X -q -v ON_ERROR_STOP=1 -d bench_sql -f "$dir/sandbox_store-sql.sql" >/dev/null
+for db in bench bench_sql; do
+  psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<'SQL'
+CREATE TABLE template (c jsonb, keys text[]);
+INSERT INTO template (c) SELECT jsonb_build_object(
+  'id', 'x', 'threadId', 'x', 'parentCheckpointId', NULL, 'createdAt', 1700000000000, 'reason', 'automatic',
+  'conversation', (SELECT jsonb_agg(jsonb_build_object('role', CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,
+                                                       'content', repeat(md5(i::text), 15)))
+                     FROM generate_series(1, 200) i),
+  'files', (SELECT jsonb_agg(jsonb_build_object('path', 'src/file' || i || '.ts', 'kind', 'file', 'size', 1000 + i,
+                                                'blobKey', 'sandbox-files/sha256/' || encode(sha256(i::text::bytea), 'hex')))
+              FROM generate_series(1, 50) i),
+  'artifacts', '[]'::jsonb);
+UPDATE template SET keys = ARRAY(SELECT DISTINCT e ->> 'blobKey' COLLATE "C" FROM jsonb_array_elements(c -> 'files') e
+                                  WHERE e ? 'blobKey' ORDER BY 1);
+CREATE SEQUENCE ids;
+CREATE TABLE writers (thread text PRIMARY KEY, fence int8, token uuid);
+INSERT INTO writers SELECT 'thread-0', w.fence, w.owner_token FROM sandbox_store.checkpoint_acquire_writer('thread-0', 86400000) w;
+SELECT sandbox_store.checkpoint_append(t.c || jsonb_build_object('id', 'cp-' || nextval('ids'), 'threadId', w.thread),
+                                       NULL, w.thread, w.token, w.fence)
+  FROM template t, writers w;
+CREATE TABLE bare (id text PRIMARY KEY, thread_id text NOT NULL, parent_id text,
+                   created_at int8 NOT NULL, checkpoint jsonb NOT NULL, blob_keys text[] NOT NULL);
+CREATE INDEX ON bare (thread_id, created_at, id COLLATE "C");
+CREATE TABLE bare_writers (thread text PRIMARY KEY, token uuid NOT NULL, fence int8 NOT NULL,
+                           expires_at timestamptz NOT NULL);
+INSERT INTO bare_writers SELECT thread, token, fence, now() + interval '1 day' FROM writers;
+CREATE TABLE bare_heads (thread text PRIMARY KEY, head text);
+INSERT INTO bare_heads VALUES ('thread-0', 'cp-0');
+CREATE FUNCTION lost(thread text) RETURNS text LANGUAGE plpgsql VOLATILE AS $f$
+BEGIN
+  RAISE EXCEPTION 'the writer or the head of % moved', thread;
+END
+$f$;
+SQL
+done
+sb_cluster_stop "$dir" fast
+mv "$dir/data" "$dir/data.orig"
+
+# The statement of a workload (postgres --single: one statement a line).
+statement() {
+  case $1 in
+    bare)
+      echo "INSERT INTO bare SELECT 'cp-' || n, 'thread-0', NULL, 1700000000000, t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-0'), t.keys FROM template t, nextval('ids') n"
+      ;;
+    append | sql_append)
+      echo "SELECT sandbox_store.checkpoint_append(t.c || jsonb_build_object('id', 'cp-' || nextval('ids'), 'threadId', w.thread, 'parentCheckpointId', h.head), h.head, w.thread, w.token, w.fence) FROM template t, writers w, LATERAL (SELECT sandbox_store.checkpoint_head(w.thread) OFFSET 0) h(head)"
+      ;;
+    hand)
+      echo "WITH wr AS (SELECT b.thread FROM bare_writers b JOIN writers w ON w.thread = b.thread WHERE b.token = w.token AND b.fence = w.fence AND b.expires_at > clock_timestamp() FOR UPDATE OF b), cur AS (SELECT head FROM bare_heads WHERE thread = 'thread-0'), ins AS (INSERT INTO bare SELECT 'cp-' || n, 'thread-0', cur.head, 1700000000000, x.c, ARRAY(SELECT DISTINCT e ->> 'blobKey' COLLATE \"C\" FROM jsonb_array_elements(x.c -> 'files') e WHERE e ? 'blobKey' ORDER BY 1) FROM template t, wr, cur, nextval('ids') n, LATERAL (SELECT t.c || jsonb_build_object('id', 'cp-' || n, 'threadId', 'thread-0', 'parentCheckpointId', cur.head) OFFSET 0) x(c) RETURNING id, parent_id), cas AS (UPDATE bare_heads h SET head = ins.id FROM ins WHERE h.thread = 'thread-0' AND h.head IS NOT DISTINCT FROM ins.parent_id RETURNING h.head) SELECT COALESCE((SELECT head FROM cas), lost('thread-0'))"
+      ;;
+  esac
+}
+instructions() { # callgrind output file
+  sed -n 's/^totals: \([0-9]*\).*/\1/p; s/^summary: \([0-9]*\).*/\1/p' "$1" | head -n 1
+}
+run() { # workload n outfile
+  local db=bench i
+  [ "${1#sql_}" = "$1" ] || db=bench_sql
+  {
+    echo "PREPARE s AS $(statement "$1")"
+    for i in $(seq 1 "$2"); do echo "EXECUTE s"; done
+  } >"$dir/script.sql"
+  rm -rf "$dir/data"
+  cp -a "$dir/data.orig" "$dir/data"
+  valgrind --tool=callgrind --callgrind-out-file="$3" \
+    "$bindir/postgres" --single -D "$dir/data" -c fsync=off -c jit=off "$db" \
+    <"$dir/script.sql" >"$dir/single.out" 2>"$dir/valgrind.err" || {
+    tail -n 20 "$dir/valgrind.err" "$dir/single.out" >&2
+    fail "$1 failed"
+  }
+  if grep -q "ERROR:" "$dir/single.out" "$dir/valgrind.err"; then
+    grep -h -m 3 "ERROR:" "$dir/single.out" "$dir/valgrind.err" >&2
+    fail "$1: the statement failed"
+  fi
+}
+
+say "$calls calls after $warm warm-up calls, instructions per call:"
+printf '%-12s %14s %8s\n' workload instructions "/ bare" >"$out/summary.txt"
+bare=""
+for wl in bare append sql_append hand; do
+  run "$wl" "$warm" "$out/$wl.short.cg"
+  run "$wl" "$((warm + calls))" "$out/$wl.cg"
+  per=$((($(instructions "$out/$wl.cg") - $(instructions "$out/$wl.short.cg")) / calls))
+  [ -n "$bare" ] || bare=$per
+  printf '%-12s %14s %8s\n' "$wl" "$per" "$(awk -v a="$per" -v b="$bare" 'BEGIN { printf "%.3f", a / b }')" |
+    tee -a "$out/summary.txt"
+  callgrind_annotate --inclusive=yes --threshold=99 "$out/$wl.cg" 2>/dev/null | head -n 80 \
+    >"$out/$wl.annotate.txt" || true
+  rm -f "$out/$wl.short.cg"
+done
+say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
