@@ -32,52 +32,21 @@ set -euo pipefail
 
 # shellcheck source=test/scripts/lib.sh
 . "$(dirname "$0")/../test/scripts/lib.sh"
+# shellcheck source=bench/profile-lib.sh
+. "$(dirname "$0")/profile-lib.sh"
 sb_name=profile-checkpoints
-here=$sb_top/bench
-out=${PROFILE_OUT:-$here/out/profile-checkpoints}
-calls=${PROFILE_CALLS:-200}
-warm=${PROFILE_WARM:-50}
-
-if [ "$(id -u)" = 0 ]; then
-  export PROFILE_SHOWN_OUT=$out
-  unset PROFILE_OUT
-  sb_results_from=bench/out/profile-checkpoints sb_results_to=$out
-  sb_as_postgres "$@"
-fi
-
-for tool in valgrind callgrind_annotate; do
-  command -v "$tool" >/dev/null 2>&1 || fail "$tool not found (apt-get install valgrind)"
-done
-sb_use_pg
-bindir=$sb_bindir
-mkdir -p "$out"
-sb_tempdir sandbox_store_profile_checkpoints; dir=$sb_dir
+prof_begin profile-checkpoints 200 50 "$@"
 
 # Two databases: the extension, and the SQL edition's plain script; in each
 # the checkpoint, a writer of thread-0 and a first checkpoint as its head,
 # and the by-hand tables beside them.
-sb_cluster_init "$dir" "jit = off"
-sb_cluster_start "$dir"
-sb_cluster_env "$dir"
-"$sb_top/src/sql/build.sh" plain "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$sb_top/sandbox_store.control")" \
-  >"$dir/sandbox_store-sql.sql"
+prof_sql_edition "$dir/sandbox_store-sql.sql"
 psql -X -q -d postgres -c "CREATE DATABASE bench" -c "CREATE DATABASE bench_sql"
 psql -X -q -v ON_ERROR_STOP=1 -d bench -c "CREATE EXTENSION sandbox_store"
 psql -X -q -v ON_ERROR_STOP=1 -d bench_sql -f "$dir/sandbox_store-sql.sql" >/dev/null
 for db in bench bench_sql; do
+  psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$sb_top/bench/checkpoint-template.sql" >/dev/null
   psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<'SQL'
-CREATE TABLE template (c jsonb, keys text[]);
-INSERT INTO template (c) SELECT jsonb_build_object(
-  'id', 'x', 'threadId', 'x', 'parentCheckpointId', NULL, 'createdAt', 1700000000000, 'reason', 'automatic',
-  'conversation', (SELECT jsonb_agg(jsonb_build_object('role', CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,
-                                                       'content', repeat(md5(i::text), 15)))
-                     FROM generate_series(1, 200) i),
-  'files', (SELECT jsonb_agg(jsonb_build_object('path', 'src/file' || i || '.ts', 'kind', 'file', 'size', 1000 + i,
-                                                'blobKey', 'sandbox-files/sha256/' || encode(sha256(i::text::bytea), 'hex')))
-              FROM generate_series(1, 50) i),
-  'artifacts', '[]'::jsonb);
-UPDATE template SET keys = ARRAY(SELECT DISTINCT e ->> 'blobKey' COLLATE "C" FROM jsonb_array_elements(c -> 'files') e
-                                  WHERE e ? 'blobKey' ORDER BY 1);
 CREATE SEQUENCE ids;
 CREATE TABLE writers (thread text PRIMARY KEY, fence int8, token uuid);
 INSERT INTO writers SELECT 'thread-0', w.fence, w.owner_token FROM sandbox_store.checkpoint_acquire_writer('thread-0', 86400000) w;
@@ -99,8 +68,7 @@ END
 $f$;
 SQL
 done
-sb_cluster_stop "$dir" fast
-mv "$dir/data" "$dir/data.orig"
+prof_freeze
 
 # The statement of a workload (postgres --single: one statement a line).
 statement() {
@@ -116,42 +84,20 @@ statement() {
       ;;
   esac
 }
-instructions() { # callgrind output file
-  sed -n 's/^totals: \([0-9]*\).*/\1/p; s/^summary: \([0-9]*\).*/\1/p' "$1" | head -n 1
-}
-run() { # workload n outfile
-  local db=bench i
-  [ "${1#sql_}" = "$1" ] || db=bench_sql
-  {
-    echo "PREPARE s AS $(statement "$1")"
-    for i in $(seq 1 "$2"); do echo "EXECUTE s"; done
-  } >"$dir/script.sql"
-  rm -rf "$dir/data"
-  cp -a "$dir/data.orig" "$dir/data"
-  valgrind --tool=callgrind --callgrind-out-file="$3" \
-    "$bindir/postgres" --single -D "$dir/data" -c fsync=off -c jit=off "$db" \
-    <"$dir/script.sql" >"$dir/single.out" 2>"$dir/valgrind.err" || {
-    tail -n 20 "$dir/valgrind.err" "$dir/single.out" >&2
-    fail "$1 failed"
-  }
-  if grep -q "ERROR:" "$dir/single.out" "$dir/valgrind.err"; then
-    grep -h -m 3 "ERROR:" "$dir/single.out" "$dir/valgrind.err" >&2
-    fail "$1: the statement failed"
-  fi
+script() { # workload n
+  local i
+  echo "PREPARE s AS $(statement "$1")"
+  for i in $(seq 1 "$2"); do echo "EXECUTE s"; done
 }
 
 say "$calls calls after $warm warm-up calls, instructions per call:"
 printf '%-12s %14s %8s\n' workload instructions "/ bare" >"$out/summary.txt"
 bare=""
 for wl in bare append sql_append hand; do
-  run "$wl" "$warm" "$out/$wl.short.cg"
-  run "$wl" "$((warm + calls))" "$out/$wl.cg"
-  per=$((($(instructions "$out/$wl.cg") - $(instructions "$out/$wl.short.cg")) / calls))
+  db=bench
+  [ "${wl#sql_}" = "$wl" ] || db=bench_sql
+  per=$(prof_measure "$wl" "$db")
   [ -n "$bare" ] || bare=$per
-  printf '%-12s %14s %8s\n' "$wl" "$per" "$(awk -v a="$per" -v b="$bare" 'BEGIN { printf "%.3f", a / b }')" |
-    tee -a "$out/summary.txt"
-  callgrind_annotate --inclusive=yes --threshold=99 "$out/$wl.cg" 2>/dev/null | head -n 80 \
-    >"$out/$wl.annotate.txt" || true
-  rm -f "$out/$wl.short.cg"
+  printf '%-12s %14s %8s\n' "$wl" "$per" "$(prof_ratio "$per" "$bare")" | tee -a "$out/summary.txt"
 done
 say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"

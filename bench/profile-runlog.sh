@@ -34,26 +34,10 @@ set -euo pipefail
 
 # shellcheck source=test/scripts/lib.sh
 . "$(dirname "$0")/../test/scripts/lib.sh"
+# shellcheck source=bench/profile-lib.sh
+. "$(dirname "$0")/profile-lib.sh"
 sb_name=profile-runlog
-here=$sb_top/bench
-out=${PROFILE_OUT:-$here/out/profile-runlog}
-calls=${PROFILE_CALLS:-400}
-warm=${PROFILE_WARM:-100}
-
-if [ "$(id -u)" = 0 ]; then
-  export PROFILE_SHOWN_OUT=$out
-  unset PROFILE_OUT
-  sb_results_from=bench/out/profile-runlog sb_results_to=$out
-  sb_as_postgres "$@"
-fi
-
-for tool in valgrind callgrind_annotate; do
-  command -v "$tool" >/dev/null 2>&1 || fail "$tool not found (apt-get install valgrind)"
-done
-sb_use_pg
-bindir=$sb_bindir
-mkdir -p "$out"
-sb_tempdir sandbox_store_profile_runlog; dir=$sb_dir
+prof_begin profile-runlog 400 100 "$@"
 
 # The chunks of bench/runlog.sh: an array for the append, one by one for bare.
 chunks="["
@@ -69,11 +53,7 @@ done
 chunks+="]"
 
 # Two databases: the extension, and the SQL edition's plain script.
-sb_cluster_init "$dir" "jit = off"
-sb_cluster_start "$dir"
-sb_cluster_env "$dir"
-"$sb_top/src/sql/build.sh" plain "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$sb_top/sandbox_store.control")" \
-  >"$dir/sandbox_store-sql.sql"
+prof_sql_edition "$dir/sandbox_store-sql.sql"
 psql -X -q -d postgres -c "CREATE DATABASE bench" -c "CREATE DATABASE bench_sql"
 psql -X -q -v ON_ERROR_STOP=1 -d bench_sql -f "$dir/sandbox_store-sql.sql" >/dev/null
 for db in bench bench_sql; do
@@ -84,8 +64,7 @@ SELECT sandbox_store.run_create_or_resume('fenced', 'thread', 1767225600000);
 SELECT sandbox_store.run_claim('fenced');
 SQL
 done
-sb_cluster_stop "$dir" fast
-mv "$dir/data" "$dir/data.orig"
+prof_freeze
 
 # The script of a workload, n calls (postgres --single: one statement a line).
 script() { # workload n
@@ -116,39 +95,15 @@ script() { # workload n
       ;;
   esac
 }
-instructions() { # callgrind output file
-  sed -n 's/^totals: \([0-9]*\).*/\1/p; s/^summary: \([0-9]*\).*/\1/p' "$1" | head -n 1
-}
-run() { # workload n outfile
-  local db=bench
-  [ "${1#sql_}" = "$1" ] || db=bench_sql
-  script "$1" "$2" >"$dir/script.sql"
-  rm -rf "$dir/data"
-  cp -a "$dir/data.orig" "$dir/data"
-  valgrind --tool=callgrind --callgrind-out-file="$3" \
-    "$bindir/postgres" --single -D "$dir/data" -c fsync=off -c jit=off "$db" \
-    <"$dir/script.sql" >"$dir/single.out" 2>"$dir/valgrind.err" || {
-    tail -n 20 "$dir/valgrind.err" "$dir/single.out" >&2
-    fail "$1 failed"
-  }
-  if grep -q "ERROR:" "$dir/single.out" "$dir/valgrind.err"; then
-    grep -h -m 3 "ERROR:" "$dir/single.out" "$dir/valgrind.err" >&2
-    fail "$1: the statement failed"
-  fi
-}
 
 say "$calls calls after $warm warm-up calls, instructions per call:"
 printf '%-20s %14s %8s\n' workload instructions "/ bare" >"$out/summary.txt"
 bare=""
 for wl in bare append append_fenced append_statements sql_append_fenced hand_fenced; do
-  run "$wl" "$warm" "$out/$wl.short.cg"
-  run "$wl" "$((warm + calls))" "$out/$wl.cg"
-  per=$((($(instructions "$out/$wl.cg") - $(instructions "$out/$wl.short.cg")) / calls))
+  db=bench
+  [ "${wl#sql_}" = "$wl" ] || db=bench_sql
+  per=$(prof_measure "$wl" "$db")
   [ -n "$bare" ] || bare=$per
-  printf '%-20s %14s %8s\n' "$wl" "$per" "$(awk -v a="$per" -v b="$bare" 'BEGIN { printf "%.3f", a / b }')" |
-    tee -a "$out/summary.txt"
-  callgrind_annotate --inclusive=yes --threshold=99 "$out/$wl.cg" 2>/dev/null | head -n 80 \
-    >"$out/$wl.annotate.txt" || true
-  rm -f "$out/$wl.short.cg"
+  printf '%-20s %14s %8s\n' "$wl" "$per" "$(prof_ratio "$per" "$bare")" | tee -a "$out/summary.txt"
 done
 say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"

@@ -28,8 +28,8 @@
 #
 # Needs the extension installed (make install).  As root it runs as the
 # postgres user (initdb refuses root) on a copy of the tree and copies the
-# results back; the cluster, the messages and the root re-run come from
-# test/scripts/lib.sh.
+# results back; the method, the cluster and the root re-run are
+# bench/profile-lib.sh's, shared with the other profilers.
 #
 #   PROFILE_CALLS (2000)  PROFILE_WARM (500)  PROFILE_ROWS (100000)
 #   PROFILE_OUT (bench/out/profile)
@@ -46,11 +46,10 @@ set -euo pipefail
 
 # shellcheck source=test/scripts/lib.sh
 . "$(dirname "$0")/../test/scripts/lib.sh"
+# shellcheck source=bench/profile-lib.sh
+. "$(dirname "$0")/profile-lib.sh"
 sb_name=profile
 here=$sb_top/bench
-out=${PROFILE_OUT:-$here/out/profile}
-calls=${PROFILE_CALLS:-2000}
-warm=${PROFILE_WARM:-500}
 rows=${PROFILE_ROWS:-100000}
 edition=${PROFILE_EDITION:-c}
 case $edition in c | sql) ;; *) fail "PROFILE_EDITION must be c or sql" ;; esac
@@ -59,37 +58,18 @@ if [ -n "${PROFILE_SQL_SCRIPT:-}" ]; then
   [ -r "$PROFILE_SQL_SCRIPT" ] || fail "cannot read $PROFILE_SQL_SCRIPT"
   export PROFILE_SQL_SCRIPT
 fi
-
-if [ "$(id -u)" = 0 ]; then
-  # The copy writes to its own bench/out/profile; that comes back to $out.
-  export PROFILE_SHOWN_OUT=$out
-  unset PROFILE_OUT
-  sb_results_from=bench/out/profile sb_results_to=$out
-  sb_as_postgres "$@"
-fi
-
-for tool in valgrind callgrind_annotate; do
-  command -v "$tool" >/dev/null 2>&1 || fail "$tool not found (apt-get install valgrind)"
-done
-sb_use_pg
-bindir=$sb_bindir
+prof_begin profile 2000 500 "$@"
 
 workloads=("$@")
 [ ${#workloads[@]} -gt 0 ] || workloads=(floor_statement ensure_auto update_auto plpgsql_ensure_auto floor_ensure
   get select plpgsql_get floor_get upsert insert_on_conflict plpgsql_upsert floor_upsert)
 
-mkdir -p "$out"
-sb_tempdir sandbox_store_profile_pg; dir=$sb_dir
-sb_cluster_init "$dir" "jit = off"
-sb_cluster_start "$dir"
-sb_cluster_env "$dir"
 psql -X -q -d postgres -c "CREATE DATABASE bench"
 if [ "$edition" = sql ]; then
   sql_script=${PROFILE_SQL_SCRIPT:-}
   if [ -z "$sql_script" ]; then
     sql_script=$dir/sandbox_store-sql.sql
-    "$sb_top/src/sql/build.sh" plain \
-      "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$sb_top/sandbox_store.control")" >"$sql_script"
+    prof_sql_edition "$sql_script"
   fi
   say "SQL edition: $sql_script"
   psql -X -q -v ON_ERROR_STOP=1 -d bench -f "$sql_script" >/dev/null
@@ -117,10 +97,9 @@ if [ -n "${PROFILE_SETUP:-}" ]; then
   psql -X -q -v ON_ERROR_STOP=1 -d bench -c "VACUUM ANALYZE sandbox_store.instances"
 fi
 version=$(psql -X -At -d bench -c "SELECT edition || ' ' || version FROM sandbox_store.edition()")
-sb_cluster_stop "$dir" fast
 # Every run starts from this state (a workload that writes leaves dead tuples
 # that would make the next one pay for pruning and hint bits).
-mv "$dir/data" "$dir/data.orig"
+prof_freeze
 
 # The statement of a one-statement workload, its pgbench variables replaced
 # by $1 (k), $2 (t) and $3 (r): the PREPARE, and its EXECUTEs with random keys.
@@ -140,25 +119,6 @@ script() { # workload n
     }
   }'
 }
-instructions() { # callgrind output file
-  sed -n 's/^totals: \([0-9]*\).*/\1/p; s/^summary: \([0-9]*\).*/\1/p' "$1" | head -n 1
-}
-run() { # workload n outfile
-  script "$1" "$2" >"$dir/script.sql"
-  rm -rf "$dir/data"
-  cp -a "$dir/data.orig" "$dir/data"
-  valgrind --tool=callgrind --callgrind-out-file="$3" \
-    "$bindir/postgres" --single -D "$dir/data" -c fsync=off -c jit=off bench \
-    <"$dir/script.sql" >"$dir/single.out" 2>"$dir/valgrind.err" || {
-    tail -n 20 "$dir/valgrind.err" "$dir/single.out" >&2
-    fail "$1 failed"
-  }
-  if grep -q "ERROR:" "$dir/single.out" "$dir/valgrind.err"; then
-    grep -h -m 3 "ERROR:" "$dir/single.out" "$dir/valgrind.err" >&2
-    fail "$1: the statement failed"
-  fi
-}
-
 say "sandbox_store $version, $rows records, $calls calls after $warm warm-up calls, instructions per call:"
 printf '%-22s %14s\n' workload instructions >"$out/summary.txt"
 for wl in "${workloads[@]}"; do
@@ -168,14 +128,7 @@ for wl in "${workloads[@]}"; do
     say "$wl: skipped (not a one-statement workload)"
     continue
   fi
-  run "$wl" "$warm" "$out/$wl.short.cg"
-  run "$wl" "$((warm + calls))" "$out/$wl.cg"
-  a=$(instructions "$out/$wl.short.cg")
-  b=$(instructions "$out/$wl.cg")
-  per=$(((b - a) / calls))
+  per=$(prof_measure "$wl" bench)
   printf '%-22s %14s\n' "$wl" "$per" | tee -a "$out/summary.txt"
-  callgrind_annotate --inclusive=yes --threshold=99 "$out/$wl.cg" 2>/dev/null | head -n 80 \
-    >"$out/$wl.annotate.txt" || true
-  rm -f "$out/$wl.short.cg"
 done
 say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
