@@ -3,8 +3,9 @@
 # checkpoints of bench/run.sh, or make bench-checkpoints; BENCHMARKS.md,
 # "Checkpoints").
 #
-# A realistic checkpoint: 200 conversation messages of about 500 bytes each
-# and 50 file entries (about 110 kB of JSON; TOAST compresses it).  Each
+# A realistic checkpoint (bench/checkpoint-template.sql: 200 conversation
+# messages of about 500 bytes each and 50 file entries, about 110 kB of
+# JSON that TOAST compresses).  Each
 # call runs in three databases side by side: the C edition (the extension,
 # database bench_cp), the SQL edition (the plain script built from this
 # tree, database bench_cp_sql) and the SQL an app would write by hand for
@@ -44,6 +45,17 @@
 # count; medians of tps and mean latency are reported with C / by-hand and
 # SQL / by-hand.  After the runs every appended thread is checked to be one
 # chain (no two checkpoints of a thread on one parent; the head is the end).
+#
+# glibc's allocator weighs on every side of this phase: a statement that
+# builds a 109 kB value may grow the backend's heap and give it back to the
+# kernel at its end, two brk calls and the pages faulted in again every
+# call, or not, depending on whether that backend ever freed a block of more
+# than 128 kB (glibc then raises its thresholds).  Fresh pgbench backends
+# fall on either side by chance, so the ratios move with it.  GLIBC_TUNABLES
+# in the environment of with-cluster.sh reaches its server's backends; with
+# the thresholds fixed (e.g. glibc.malloc.trim_threshold=33554432:
+# glibc.malloc.mmap_threshold=33554432) the runs measure the statements.
+# The header reports GLIBC_TUNABLES as this script sees it.
 #
 # The setup knobs the phase reports in its header (the append's ratio
 # depends on what a commit costs; BENCHMARKS.md, "Checkpoints", shows how):
@@ -95,22 +107,8 @@ sb_fresh_db "$SQLDB"
 psql -X -q -v ON_ERROR_STOP=1 -d "$SQLDB" -f "$work/sandbox_store-sql.sql" >/dev/null
 
 for db in "$DB" "$SQLDB"; do
+	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$sb_top/bench/checkpoint-template.sql" >/dev/null
 	psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<'SQL'
--- The checkpoint every workload writes (its id and thread set per call).
-CREATE TABLE template (c jsonb);
-INSERT INTO template SELECT jsonb_build_object(
-  'id', 'x', 'threadId', 'x', 'parentCheckpointId', NULL, 'createdAt', 1700000000000, 'reason', 'automatic',
-  'conversation', (SELECT jsonb_agg(jsonb_build_object('role', CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,
-                                                       'content', repeat(md5(i::text), 15)))
-                     FROM generate_series(1, 200) i),
-  'files', (SELECT jsonb_agg(jsonb_build_object('path', 'src/file' || i || '.ts', 'kind', 'file', 'size', 1000 + i,
-                                                'blobKey', 'sandbox-files/sha256/' || encode(sha256(i::text::bytea), 'hex')))
-              FROM generate_series(1, 50) i),
-  'artifacts', '[]'::jsonb);
--- The blob keys of the template, each once, by bytes (the bare insert's).
-ALTER TABLE template ADD COLUMN keys text[];
-UPDATE template SET keys = ARRAY(SELECT DISTINCT e ->> 'blobKey' COLLATE "C" FROM jsonb_array_elements(c -> 'files') e
-                                  WHERE e ? 'blobKey' ORDER BY 1);
 -- The by-hand table: the extension's shape and index, no checks.
 CREATE TABLE bare (id text PRIMARY KEY, thread_id text NOT NULL, parent_id text,
                    created_at int8 NOT NULL, checkpoint jsonb NOT NULL, blob_keys text[] NOT NULL);
@@ -329,7 +327,7 @@ done
 size=$(psql -X -qAt -d "$DB" -c "SELECT pg_size_pretty(avg(octet_length(checkpoint::text))::int8) || ' of JSON, ' ||
   pg_size_pretty(avg(pg_column_size(checkpoint))::int8) || ' stored (TOAST-compressed)' FROM sandbox_store.checkpoints")
 {
-	echo "### Checkpoints: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$(psql -X -At -d postgres -c 'SHOW fsync'), synchronous_commit=${SYNC:-$(psql -X -At -d postgres -c 'SHOW synchronous_commit')}, pgbench -M $PROTOCOL"
+	echo "### Checkpoints: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$(psql -X -At -d postgres -c 'SHOW fsync'), synchronous_commit=${SYNC:-$(psql -X -At -d postgres -c 'SHOW synchronous_commit')}, pgbench -M $PROTOCOL, GLIBC_TUNABLES=${GLIBC_TUNABLES:-unset}"
 	echo
 	[ "$SMOKE" != 1 ] || { echo "SMOKE RUN (20 transactions per client): checks the harness, measures nothing."; echo; }
 	echo "One checkpoint: $size. ${dur[*]} runs, median of ${REPEATS}, C, SQL edition and by hand alternated."
