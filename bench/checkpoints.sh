@@ -50,12 +50,14 @@
 # builds a 109 kB value may grow the backend's heap and give it back to the
 # kernel at its end, two brk calls and the pages faulted in again every
 # call, or not, depending on whether that backend ever freed a block of more
-# than 128 kB (glibc then raises its thresholds).  Fresh pgbench backends
+# than 128 kB that glibc had mapped with mmap (glibc then raises its
+# thresholds; docs/operations.md, "Capacity").  Fresh pgbench backends
 # fall on either side by chance, so the ratios move with it.  GLIBC_TUNABLES
 # in the environment of with-cluster.sh reaches its server's backends; with
 # the thresholds fixed (e.g. glibc.malloc.trim_threshold=33554432:
 # glibc.malloc.mmap_threshold=33554432) the runs measure the statements.
-# The header reports GLIBC_TUNABLES as this script sees it.
+# The header reports the server's GLIBC_TUNABLES (a backend's environment,
+# read from /proc; "unknown" where that cannot be read).
 #
 # The setup knobs the phase reports in its header (the append's ratio
 # depends on what a commit costs; BENCHMARKS.md, "Checkpoints", shows how):
@@ -324,10 +326,14 @@ for db in "$DB" "$SQLDB"; do
 	[ "$check" = t ] || fail "$db: an appended thread is not one chain"
 done
 
+glibc=$(psql -X -qAt -d "$DB" -c "SELECT COALESCE((SELECT pg_catalog.substr(e, 16)
+  FROM pg_catalog.regexp_split_to_table(pg_catalog.encode(pg_catalog.pg_read_binary_file(
+         '/proc/' || pg_catalog.pg_backend_pid() || '/environ'), 'escape'), '\\\\000') e
+ WHERE e LIKE 'GLIBC_TUNABLES=%'), 'unset')" 2>/dev/null) || glibc=unknown
 size=$(psql -X -qAt -d "$DB" -c "SELECT pg_size_pretty(avg(octet_length(checkpoint::text))::int8) || ' of JSON, ' ||
   pg_size_pretty(avg(pg_column_size(checkpoint))::int8) || ' stored (TOAST-compressed)' FROM sandbox_store.checkpoints")
 {
-	echo "### Checkpoints: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$(psql -X -At -d postgres -c 'SHOW fsync'), synchronous_commit=${SYNC:-$(psql -X -At -d postgres -c 'SHOW synchronous_commit')}, pgbench -M $PROTOCOL, GLIBC_TUNABLES=${GLIBC_TUNABLES:-unset}"
+	echo "### Checkpoints: $(date -u '+%Y-%m-%d %H:%M UTC'), nproc=$(nproc), $(psql -X -At -d postgres -c 'SHOW server_version'), fsync=$(psql -X -At -d postgres -c 'SHOW fsync'), synchronous_commit=${SYNC:-$(psql -X -At -d postgres -c 'SHOW synchronous_commit')}, pgbench -M $PROTOCOL, GLIBC_TUNABLES=$glibc"
 	echo
 	[ "$SMOKE" != 1 ] || { echo "SMOKE RUN (20 transactions per client): checks the harness, measures nothing."; echo; }
 	echo "One checkpoint: $size. ${dur[*]} runs, median of ${REPEATS}, C, SQL edition and by hand alternated."

@@ -84,7 +84,7 @@ statement() {
       ;;
   esac
 }
-script() { # workload n
+prof_script() { # workload n
   local i
   echo "PREPARE s AS $(statement "$1")"
   for i in $(seq 1 "$2"); do echo "EXECUTE s"; done
@@ -96,7 +96,8 @@ bare=""
 for wl in bare append sql_append hand; do
   db=bench
   [ "${wl#sql_}" = "$wl" ] || db=bench_sql
-  per=$(prof_measure "$wl" "$db")
+  prof_measure "$wl" "$db"
+  per=$prof_per
   [ -n "$bare" ] || bare=$per
   printf '%-12s %14s %8s\n' "$wl" "$per" "$(prof_ratio "$per" "$bare")" | tee -a "$out/summary.txt"
 done

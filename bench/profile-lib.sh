@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2034,SC2154 # (the sb_ names are lib.sh's)
+# shellcheck shell=bash
 # bench/profile-lib.sh: what the callgrind profilers share (bench/profile.sh,
 # profile-runlog.sh and profile-checkpoints.sh), sourced after
 # test/scripts/lib.sh.  The method: a workload's statements run in a fresh
@@ -21,10 +21,11 @@
 #   prof_freeze
 #       stops the cluster and keeps its data as the start of every run
 #   prof_measure WORKLOAD DB
-#       runs the caller's `script WORKLOAD N` (which prints N calls' input
-#       for the single-user backend) with N = warm and N = warm + calls in
-#       database DB, prints instructions per call and leaves callgrind's
-#       inclusive costs of the long run in $out/WORKLOAD.annotate.txt
+#       runs the caller's `prof_script WORKLOAD N` (which prints N calls'
+#       input for the single-user backend) with N = warm and N = warm +
+#       calls in database DB, sets prof_per to the instructions per call and
+#       leaves callgrind's inclusive costs of the long run in
+#       $out/WORKLOAD.annotate.txt
 #   prof_ratio A B
 #       A / B to three places
 
@@ -38,6 +39,7 @@ prof_begin() {
     # The copy writes to its own bench/out/RESULTS; that comes back to $out.
     export PROFILE_SHOWN_OUT=$out
     unset PROFILE_OUT
+    # shellcheck disable=SC2034 # (read by lib.sh's sb_as_postgres)
     sb_results_from=bench/out/$results sb_results_to=$out
     sb_as_postgres "$@"
   fi
@@ -47,7 +49,9 @@ prof_begin() {
   done
   sb_use_pg
   mkdir -p "$out"
-  sb_tempdir "sandbox_store_$results"; dir=$sb_dir
+  sb_tempdir "sandbox_store_$results"
+  # shellcheck disable=SC2154 # (sb_dir: set by lib.sh's sb_tempdir)
+  dir=$sb_dir
   sb_cluster_init "$dir" "jit = off"
   sb_cluster_start "$dir"
   sb_cluster_env "$dir"
@@ -68,9 +72,11 @@ prof_instructions() { # callgrind output file
 }
 
 prof_run() { # workload db n outfile
-  script "$1" "$3" >"$dir/script.sql"
+  declare -F prof_script >/dev/null || fail "the profiler defines no prof_script (bench/profile-lib.sh)"
+  prof_script "$1" "$3" >"$dir/script.sql" || fail "$1: its script failed"
   rm -rf "$dir/data"
   cp -a "$dir/data.orig" "$dir/data"
+  # shellcheck disable=SC2154 # (sb_bindir: set by lib.sh's sb_use_pg)
   valgrind --tool=callgrind --callgrind-out-file="$4" \
     "$sb_bindir/postgres" --single -D "$dir/data" -c fsync=off -c jit=off "$2" \
     <"$dir/script.sql" >"$dir/single.out" 2>"$dir/valgrind.err" || {
@@ -83,10 +89,11 @@ prof_run() { # workload db n outfile
   fi
 }
 
-prof_measure() { # workload db
+prof_measure() { # workload db; sets prof_per
   prof_run "$1" "$2" "$warm" "$out/$1.short.cg"
   prof_run "$1" "$2" "$((warm + calls))" "$out/$1.cg"
-  echo $((($(prof_instructions "$out/$1.cg") - $(prof_instructions "$out/$1.short.cg")) / calls))
+  # shellcheck disable=SC2034 # (read by the caller)
+  prof_per=$((($(prof_instructions "$out/$1.cg") - $(prof_instructions "$out/$1.short.cg")) / calls))
   callgrind_annotate --inclusive=yes --threshold=99 "$out/$1.cg" 2>/dev/null | head -n 80 \
     >"$out/$1.annotate.txt" || true
   rm -f "$out/$1.short.cg"

@@ -67,7 +67,7 @@ done
 prof_freeze
 
 # The script of a workload, n calls (postgres --single: one statement a line).
-script() { # workload n
+prof_script() { # workload n
   local i j values="" args
   case $1 in
     bare)
@@ -102,7 +102,8 @@ bare=""
 for wl in bare append append_fenced append_statements sql_append_fenced hand_fenced; do
   db=bench
   [ "${wl#sql_}" = "$wl" ] || db=bench_sql
-  per=$(prof_measure "$wl" "$db")
+  prof_measure "$wl" "$db"
+  per=$prof_per
   [ -n "$bare" ] || bare=$per
   printf '%-20s %14s %8s\n' "$wl" "$per" "$(prof_ratio "$per" "$bare")" | tee -a "$out/summary.txt"
 done

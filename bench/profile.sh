@@ -109,7 +109,7 @@ statement_of() {
     sed -E -e 's/;[[:space:]]*$//' -e 's/(^|[^:]):k\b/\1$1/g' -e 's/(^|[^:]):t\b/\1$2/g' \
       -e 's/(^|[^:]):r\b/\1$3/g'
 }
-script() { # workload n
+prof_script() { # workload n
   echo "PREPARE s(int, int, int) AS $(statement_of "$1")"
   awk -v n="$2" -v rows="$rows" 'BEGIN {
     srand(42)
@@ -128,7 +128,8 @@ for wl in "${workloads[@]}"; do
     say "$wl: skipped (not a one-statement workload)"
     continue
   fi
-  per=$(prof_measure "$wl" bench)
+  prof_measure "$wl" bench
+  per=$prof_per
   printf '%-22s %14s\n' "$wl" "$per" | tee -a "$out/summary.txt"
 done
 say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
