@@ -90,15 +90,4 @@ prof_script() { # workload n
   for i in $(seq 1 "$2"); do echo "EXECUTE s"; done
 }
 
-say "$calls calls after $warm warm-up calls, instructions per call:"
-printf '%-12s %14s %8s\n' workload instructions "/ bare" >"$out/summary.txt"
-bare=""
-for wl in bare append sql_append hand; do
-  db=bench
-  [ "${wl#sql_}" = "$wl" ] || db=bench_sql
-  prof_measure "$wl" "$db"
-  per=$prof_per
-  [ -n "$bare" ] || bare=$per
-  printf '%-12s %14s %8s\n' "$wl" "$per" "$(prof_ratio "$per" "$bare")" | tee -a "$out/summary.txt"
-done
-say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
+prof_table 12 bare append sql_append hand

@@ -26,8 +26,10 @@
 #       calls in database DB, sets prof_per to the instructions per call and
 #       leaves callgrind's inclusive costs of the long run in
 #       $out/WORKLOAD.annotate.txt
-#   prof_ratio A B
-#       A / B to three places
+#   prof_table WIDTH WORKLOAD...
+#       prof_measure of each workload (database bench_sql for a name that
+#       starts with sql_, else bench), printed and written to
+#       $out/summary.txt with its ratio to the first one
 
 prof_begin() {
   local results=$1
@@ -92,13 +94,24 @@ prof_run() { # workload db n outfile
 prof_measure() { # workload db; sets prof_per
   prof_run "$1" "$2" "$warm" "$out/$1.short.cg"
   prof_run "$1" "$2" "$((warm + calls))" "$out/$1.cg"
-  # shellcheck disable=SC2034 # (read by the caller)
   prof_per=$((($(prof_instructions "$out/$1.cg") - $(prof_instructions "$out/$1.short.cg")) / calls))
   callgrind_annotate --inclusive=yes --threshold=99 "$out/$1.cg" 2>/dev/null | head -n 80 \
     >"$out/$1.annotate.txt" || true
   rm -f "$out/$1.short.cg"
 }
 
-prof_ratio() {
-  awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'
+prof_table() { # width workload...
+  local width=$1 wl db first=""
+  shift
+  say "$calls calls after $warm warm-up calls, instructions per call:"
+  printf "%-${width}s %14s %8s\n" workload instructions "/ $1" >"$out/summary.txt"
+  for wl in "$@"; do
+    db=bench
+    [ "${wl#sql_}" = "$wl" ] || db=bench_sql
+    prof_measure "$wl" "$db"
+    [ -n "$first" ] || first=$prof_per
+    printf "%-${width}s %14s %8s\n" "$wl" "$prof_per" \
+      "$(awk -v a="$prof_per" -v b="$first" 'BEGIN { printf "%.3f", a / b }')" | tee -a "$out/summary.txt"
+  done
+  say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
 }

@@ -96,15 +96,4 @@ prof_script() { # workload n
   esac
 }
 
-say "$calls calls after $warm warm-up calls, instructions per call:"
-printf '%-20s %14s %8s\n' workload instructions "/ bare" >"$out/summary.txt"
-bare=""
-for wl in bare append append_fenced append_statements sql_append_fenced hand_fenced; do
-  db=bench
-  [ "${wl#sql_}" = "$wl" ] || db=bench_sql
-  prof_measure "$wl" "$db"
-  per=$prof_per
-  [ -n "$bare" ] || bare=$per
-  printf '%-20s %14s %8s\n' "$wl" "$per" "$(prof_ratio "$per" "$bare")" | tee -a "$out/summary.txt"
-done
-say "per-function costs: ${PROFILE_SHOWN_OUT:-$out}/<workload>.annotate.txt (callgrind_annotate --inclusive=yes)"
+prof_table 20 bare append append_fenced append_statements sql_append_fenced hand_fenced
