@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.7.0 -> 1.7.1 -> 1.7.2) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.7.1 -> 1.7.2 -> 1.8.0) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
@@ -721,5 +721,57 @@ RESET ROLE;
 DROP TABLE up_172_before;
 DROP OWNED BY regress_sb_up_172;
 DROP ROLE regress_sb_up_172;
+
+--
+-- 1.7.2 -> 1.8.0 (the run functions as Citus can run them).  An app role
+-- granted every function at 1.7.2 keeps every grant and comment, with the
+-- same OIDs, but for distribute()'s comment (it distributes the run tables
+-- too) and the internal _run_record, which now takes a run's columns (made
+-- anew, granted to nobody); the runs written at 1.7.2 read, list, close and
+-- prune at 1.8.0 as before.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.7.2';
+CREATE ROLE regress_sb_up_180;
+GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_180;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_180;
+SELECT sandbox_store.run_create_or_resume('up-180', 'up-thread-180', 1767225600000) IS NOT NULL AS created;
+SELECT sandbox_store.run_create_or_resume('up-180b', 'up-thread-180', 1767225600001) IS NOT NULL AS created;
+SELECT sandbox_store.run_claim('up-180') AS up_180_epoch \gset
+SELECT sandbox_store.run_log_append('up-180', '[{"n": 1}]', :up_180_epoch) AS at_1_7_2;
+SELECT sandbox_store.run_log_append('up-180b', '[{"n": 1}]') AS at_1_7_2;
+SELECT sandbox_store.run_update('up-180b', '{"status": "completed", "finishedAt": 1767225601000}') AS finished;
+CREATE TEMP TABLE up_180_before AS
+SELECT p.oid, p.oid::regprocedure::text AS function,
+       has_function_privilege('regress_sb_up_180', p.oid, 'EXECUTE') AS app_may,
+       obj_description(p.oid, 'pg_proc') AS comment
+  FROM pg_proc p WHERE p.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace);
+ALTER EXTENSION sandbox_store UPDATE TO '1.8.0';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT count(*) AS functions,
+       count(*) FILTER (WHERE b.oid = p.oid AND b.app_may = has_function_privilege('regress_sb_up_180', p.oid, 'EXECUTE')
+                          AND b.comment IS NOT DISTINCT FROM obj_description(p.oid, 'pg_proc')) AS kept,
+       string_agg(b.function, ', ') FILTER (WHERE p.oid IS NULL) AS gone,
+       string_agg(b.function, ', ') FILTER (WHERE b.comment IS DISTINCT FROM obj_description(p.oid, 'pg_proc')
+                                              AND p.oid IS NOT NULL) AS new_comment,
+       (SELECT count(*) FROM pg_proc q
+         WHERE q.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace)) AS now
+  FROM up_180_before b LEFT JOIN pg_proc p ON p.oid::regprocedure::text = b.function;
+SELECT p.oid::regprocedure AS made, has_function_privilege('regress_sb_up_180', p.oid, 'EXECUTE') AS app_may
+  FROM pg_proc p
+ WHERE p.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace)
+   AND p.oid NOT IN (SELECT oid FROM up_180_before);
+SET ROLE regress_sb_up_180;
+SELECT sandbox_store.run_get('up-180') - 'driverEpoch' AS run;
+SELECT r->>'runId' AS run_id FROM sandbox_store.run_list_by_thread('up-thread-180') r;
+SELECT sandbox_store.run_find_active('up-thread-180')->>'runId' AS active;
+SELECT sandbox_store.run_log_append('up-180', '[{"n": 2}]', :up_180_epoch) AS at_1_8_0;
+SELECT sandbox_store.run_log_close('up-180', :up_180_epoch) AS closed;
+SELECT sandbox_store.run_log_prune('0 s') AS pruned;
+SELECT count(*) AS logs_left FROM sandbox_store.run_log_status('up-180') s WHERE s.last_seq > 0;
+RESET ROLE;
+DROP TABLE up_180_before;
+DROP OWNED BY regress_sb_up_180;
+DROP ROLE regress_sb_up_180;
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;

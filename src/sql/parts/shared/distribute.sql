@@ -1,6 +1,17 @@
--- On citus: distribute both tables by key, colocated, and send every
--- single-key function to the node that holds the key's shard.  Run once, on
--- the coordinator, as a superuser; running it again changes nothing.
+-- On citus: distribute the sandbox tables by key and the run tables by run
+-- id, all colocated, and send every single-key and single-run function to
+-- the node that holds its shard.  Run once, on the coordinator, as a
+-- superuser; running it again distributes what is not distributed yet (the
+-- run tables of a cluster that an older distribute() left local) and
+-- changes nothing else.
+--
+-- The run tables go by run id, not by thread: every run function but the
+-- listings names a run and no thread, so a run id is what routes a call.
+-- A table's rows are moved to its shards when it is distributed; the run
+-- functions that write a run's log notify on the node they run on, so the
+-- ones that notify at commit (the 3-argument run_log_append, run_log_close,
+-- run_log_upsert) are not delegated: their notification reaches readers
+-- connected to the node that was called.
 CREATE FUNCTION sandbox_store.distribute()
 RETURNS void
 LANGUAGE plpgsql
@@ -8,6 +19,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     fn pg_catalog.regprocedure;
+    rel pg_catalog.regclass;
     failed pg_catalog.text;
     key_to_text constant pg_catalog.text :=
         'ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE pg_catalog.text,'
@@ -60,6 +72,18 @@ BEGIN
         PERFORM pg_catalog.create_distributed_table('sandbox_store.leases', 'key',
                                                     colocate_with => 'sandbox_store.instances');
     END IF;
+    FOREACH rel IN ARRAY ARRAY['sandbox_store.runs', 'sandbox_store.run_logs',
+                               'sandbox_store.run_log_entries']::pg_catalog.regclass[]
+    LOOP
+        IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+                        WHERE logicalrelid OPERATOR(pg_catalog.=) rel) THEN
+            PERFORM pg_catalog.create_distributed_table(rel, 'run_id',
+                                                        colocate_with => 'sandbox_store.instances');
+            -- (its rows were copied to the shards; the coordinator's own
+            -- copy is no longer read)
+            PERFORM pg_catalog.truncate_local_data_after_distributing_table(rel);
+        END IF;
+    END LOOP;
     FOREACH fn IN ARRAY ARRAY[
         'sandbox_store.sandbox_upsert(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz, pg_catalog.int8)',
         'sandbox_store.sandbox_upsert_release(pg_catalog.text, pg_catalog.int8, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz)',
@@ -76,8 +100,21 @@ BEGIN
         PERFORM pg_catalog.create_distributed_function(fn, 'key', colocate_with => 'sandbox_store.instances',
                                                        force_delegation => true);
     END LOOP;
+    FOREACH fn IN ARRAY ARRAY[
+        'sandbox_store.run_create_or_resume(pg_catalog.text, pg_catalog.text, pg_catalog.float8, pg_catalog.text)',
+        'sandbox_store.run_get(pg_catalog.text)',
+        'sandbox_store.run_claim(pg_catalog.text)',
+        'sandbox_store.run_update(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8)',
+        'sandbox_store.run_log_append(pg_catalog.text, pg_catalog.jsonb, pg_catalog.int8, pg_catalog.bool)',
+        'sandbox_store.run_log_read(pg_catalog.text, pg_catalog.int8, pg_catalog.int4)',
+        'sandbox_store.run_log_status(pg_catalog.text)',
+        'sandbox_store.run_log_watch(pg_catalog.text)']::pg_catalog.regprocedure[]
+    LOOP
+        PERFORM pg_catalog.create_distributed_function(fn, 'run_id', colocate_with => 'sandbox_store.runs',
+                                                       force_delegation => true);
+    END LOOP;
 END
 $$;
 
 COMMENT ON FUNCTION sandbox_store.distribute() IS
-'On citus: distribute instances and leases by key, colocated, and run every single-key function on the node holding the key''s shard. Once, on the coordinator, as a superuser; idempotent.';
+'On citus: distribute instances and leases by key and runs, run_logs and run_log_entries by run id, all colocated, and run every single-key function and the single-run functions that do not notify at commit on the node holding the shard. Once, on the coordinator, as a superuser; running it again distributes only what is not distributed yet.';

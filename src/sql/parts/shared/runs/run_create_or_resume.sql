@@ -31,7 +31,8 @@ BEGIN
     ON CONFLICT ON CONSTRAINT runs_pkey DO NOTHING;
     SELECT r.* INTO v_run FROM ONLY sandbox_store.runs r
      WHERE r.run_id OPERATOR(pg_catalog.=) run_create_or_resume.run_id;
-    RETURN sandbox_store_internal._run_record(v_run);
+    RETURN sandbox_store_internal._run_record(
+        v_run.run_id, v_run.thread_id, v_run.status, v_run.started_at, v_run.finished_at, v_run.error, v_run.usage, v_run.sandbox_key, v_run.detached_since, v_run.cancel_requested, v_run.driver_epoch);
 END
 $$;
 

@@ -9,7 +9,8 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     PERFORM sandbox_store_internal._check_id('22023', run_find_active.thread_id, 'thread id', 1000);
-    RETURN (SELECT sandbox_store_internal._run_record(r) FROM ONLY sandbox_store.runs r
+    RETURN (SELECT sandbox_store_internal._run_record(
+               r.run_id, r.thread_id, r.status, r.started_at, r.finished_at, r.error, r.usage, r.sandbox_key, r.detached_since, r.cancel_requested, r.driver_epoch) FROM ONLY sandbox_store.runs r
              WHERE r.thread_id OPERATOR(pg_catalog.=) run_find_active.thread_id
                AND r.status OPERATOR(pg_catalog.=) 'running'
              ORDER BY r.started_at DESC, r.run_id COLLATE "C" DESC

@@ -14,7 +14,8 @@ BEGIN
     cutoff := sandbox_store_internal._run_number(run_list_reclaimable.now, 'now')
               - sandbox_store_internal._run_number(run_list_reclaimable.ttl_ms, 'ttl_ms');
     RETURN QUERY
-        SELECT sandbox_store_internal._run_record(r) FROM ONLY sandbox_store.runs r
+        SELECT sandbox_store_internal._run_record(
+               r.run_id, r.thread_id, r.status, r.started_at, r.finished_at, r.error, r.usage, r.sandbox_key, r.detached_since, r.cancel_requested, r.driver_epoch) FROM ONLY sandbox_store.runs r
          WHERE r.status OPERATOR(pg_catalog.=) 'running' AND r.detached_since IS NOT NULL
            AND r.detached_since OPERATOR(pg_catalog.<=) cutoff
          ORDER BY r.detached_since, r.run_id COLLATE "C";

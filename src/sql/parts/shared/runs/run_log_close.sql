@@ -14,6 +14,7 @@ AS $$
 DECLARE
     v_closed pg_catalog.timestamptz;
     v_watched pg_catalog.bool;
+    v_now pg_catalog.timestamptz;
 BEGIN
     PERFORM sandbox_store_internal._check_id('22023', run_log_close.run_id, 'run id', @MAX_TEXT_BYTES@);
     IF run_log_close.epoch < 1 THEN
@@ -29,7 +30,10 @@ BEGIN
     IF v_closed IS NOT NULL THEN
         RETURN false;
     END IF;
-    UPDATE ONLY sandbox_store.run_logs l SET closed_at = clock_timestamp(), updated_at = clock_timestamp()
+    -- The time as a value, not a call in the UPDATE (Citus refuses a
+    -- volatile function there).
+    v_now := clock_timestamp();
+    UPDATE ONLY sandbox_store.run_logs l SET closed_at = v_now, updated_at = v_now
      WHERE l.run_id OPERATOR(pg_catalog.=) run_log_close.run_id;
     IF v_watched THEN
         PERFORM pg_notify('sandbox_store_run_log', run_log_close.run_id);

@@ -18,6 +18,8 @@ AS $$
 DECLARE
     cutoff pg_catalog.timestamptz;
     pruned pg_catalog.int8;
+    candidates pg_catalog.text[];
+    v_run pg_catalog.text;
 BEGIN
     IF run_log_prune.older_than IS NULL OR run_log_prune.older_than < '0'::pg_catalog.interval
        OR NOT isfinite(run_log_prune.older_than) THEN
@@ -30,28 +32,42 @@ BEGIN
             format('max_logs is 0 or more, or NULL for no limit; the value given is %s.', run_log_prune.max_logs));
     END IF;
     cutoff := clock_timestamp() - run_log_prune.older_than;
-    WITH victims AS (
-        SELECT l.run_id FROM ONLY sandbox_store.run_logs l
-         WHERE (l.closed_at IS NOT NULL AND l.closed_at OPERATOR(pg_catalog.<=) cutoff)
-            OR (l.closed_at IS NULL AND l.updated_at OPERATOR(pg_catalog.<=) cutoff
-                AND EXISTS (SELECT FROM ONLY sandbox_store.runs r
-                             WHERE r.run_id OPERATOR(pg_catalog.=) l.run_id
-                               AND sandbox_store_internal._run_finished(r.status)))
-            OR (l.closed_at IS NULL AND l.last_seq OPERATOR(pg_catalog.=) 0 AND l.updated_at OPERATOR(pg_catalog.<=) cutoff
-                AND NOT EXISTS (SELECT FROM ONLY sandbox_store.runs r
-                                 WHERE r.run_id OPERATOR(pg_catalog.=) l.run_id))
-         ORDER BY COALESCE(l.closed_at, l.updated_at), l.run_id COLLATE "C"
-         LIMIT run_log_prune.max_logs
-           FOR UPDATE OF l SKIP LOCKED
-    ), entries AS (
-        DELETE FROM ONLY sandbox_store.run_log_entries e USING victims v
-         WHERE e.run_id OPERATOR(pg_catalog.=) v.run_id
-    ), logs AS (
-        DELETE FROM ONLY sandbox_store.run_logs l USING victims v
-         WHERE l.run_id OPERATOR(pg_catalog.=) v.run_id
-        RETURNING l.run_id
-    )
-    SELECT count(*) INTO pruned FROM logs;
+    -- Two steps, so that no statement locks rows of more than one run (Citus
+    -- cannot lock rows across shards): the logs last touched at the cutoff
+    -- or before, oldest first, read without a lock; then each one locked if
+    -- no other transaction holds it, checked against the rules above and
+    -- deleted with its entries, in one statement on its own run, until
+    -- max_logs are gone.
+    SELECT pg_catalog.array_agg(c.run_id ORDER BY c.touched, c.run_id COLLATE "C") INTO candidates
+      FROM (SELECT l.run_id, COALESCE(l.closed_at, l.updated_at) AS touched
+              FROM ONLY sandbox_store.run_logs l
+             WHERE COALESCE(l.closed_at, l.updated_at) OPERATOR(pg_catalog.<=) cutoff) c;
+    pruned := 0;
+    FOREACH v_run IN ARRAY COALESCE(candidates, '{}') LOOP
+        EXIT WHEN pruned OPERATOR(pg_catalog.>=) run_log_prune.max_logs;
+        WITH victim AS (
+            SELECT l.run_id FROM ONLY sandbox_store.run_logs l
+             WHERE l.run_id OPERATOR(pg_catalog.=) v_run
+               AND ((l.closed_at IS NOT NULL AND l.closed_at OPERATOR(pg_catalog.<=) cutoff)
+                 OR (l.closed_at IS NULL AND l.updated_at OPERATOR(pg_catalog.<=) cutoff
+                     AND EXISTS (SELECT FROM ONLY sandbox_store.runs r
+                                  WHERE r.run_id OPERATOR(pg_catalog.=) v_run
+                                    AND sandbox_store_internal._run_finished(r.status)))
+                 OR (l.closed_at IS NULL AND l.last_seq OPERATOR(pg_catalog.=) 0
+                     AND l.updated_at OPERATOR(pg_catalog.<=) cutoff
+                     AND NOT EXISTS (SELECT FROM ONLY sandbox_store.runs r
+                                      WHERE r.run_id OPERATOR(pg_catalog.=) v_run)))
+               FOR UPDATE OF l SKIP LOCKED
+        ), entries AS (
+            DELETE FROM ONLY sandbox_store.run_log_entries e USING victim v
+             WHERE e.run_id OPERATOR(pg_catalog.=) v_run AND e.run_id OPERATOR(pg_catalog.=) v.run_id
+        ), logs AS (
+            DELETE FROM ONLY sandbox_store.run_logs l USING victim v
+             WHERE l.run_id OPERATOR(pg_catalog.=) v_run AND l.run_id OPERATOR(pg_catalog.=) v.run_id
+            RETURNING l.run_id
+        )
+        SELECT pruned OPERATOR(pg_catalog.+) count(*) INTO pruned FROM logs;
+    END LOOP;
     RETURN pruned;
 END
 $$;
