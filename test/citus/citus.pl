@@ -4,12 +4,17 @@
 # that test/scripts/build-citus.sh builds into it once from the vendored
 # source (Citus 13.2.2 on Debian's PostgreSQL 15, run by make test's citus
 # suite; Citus 14.0.1 on PostgreSQL 18.6, run by the matrix's 18 step),
-# connected over TCP on 127.0.0.1.  sandbox_store is created on the
-# coordinator (citus installs it on the workers) and distributed with
-# sandbox_store.distribute().  Then:
+# connected over TCP on 127.0.0.1.  sandbox_store 1.5.1 is created on the
+# coordinator (citus installs it on the workers) and distributed with its
+# sandbox_store.distribute(), which leaves the run tables local; runs are
+# written; then the update to the current version and distribute() again.
+# Then:
 #
-#   - distribute() is idempotent, colocates both tables by key, and leaves
-#     instances.key text on every node;
+#   - the update and distribute() keep every run and log entry and the
+#     runs' fences, and distribute() distributes the run tables then (by run
+#     id), is idempotent, colocates every table, delegates the single-key
+#     and the single-run functions, and leaves instances.key text on every
+#     node;
 #   - the store contract through the coordinator and through each worker:
 #     upsert, get, list, ensure (create, resume, recreate), lock and lease
 #     mode, fenced writes, claim/renew/release, the two-commit lease create
@@ -24,12 +29,18 @@
 #   - kill -9 of the worker holding a key's shard: calls for that key fail
 #     with an error, keys on the other worker keep working; after restart
 #     everything is there;
-#   - the run store through the coordinator; the checkpoint writer refused
-#     (what distribute() leaves out);
+#   - the run store through each node; a claim's new epoch fences the older
+#     driver's every write through every node; 12 concurrent appenders of
+#     one run over the 3 nodes leave dense seqs in each appender's order;
+#     the listings and prune read both workers (prune skips a log another
+#     transaction holds);
+#   - a run's epochs and log across a shard move (the new node's sequence
+#     set back) and a worker's crash and restart;
+#   - the checkpoint writer refused (what distribute() leaves out);
 #   - failover of a worker to its streaming standby (citus_update_node): the
 #     claim, the record and fences carry over, the old holder is refused;
-#   - the way back to plain tables on the coordinator (undistribute_table
-#     refuses an extension's tables).
+#   - the way back to plain tables on the coordinator, runs included
+#     (undistribute_table refuses an extension's tables).
 
 use strict;
 use warnings FATAL => 'all';
@@ -39,48 +50,17 @@ use lib "$FindBin::RealBin/../perl";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use SandboxStoreTest;
+use SandboxStoreCitus;
 use IPC::Run ();
 use Test::More;
 
-my $pgc = $ENV{PG_CONFIG} // 'pg_config';
-my $sharedir = `$pgc --sharedir`;
-chomp $sharedir;
-plan skip_all => "citus is not installed ($sharedir/extension/citus.control; make test builds it as root)"
-  unless -f "$sharedir/extension/citus.control";
-
-my @nodes;
-for my $name (qw(coordinator worker1 worker2))
-{
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init(allows_streaming => 1);    # a worker gets a standby below
-	$node->append_conf(
-		'postgresql.conf', q{
-max_connections = 100
-shared_buffers = 16MB
-shared_preload_libraries = 'citus'
-listen_addresses = '127.0.0.1'
-citus.node_conninfo = 'sslmode=disable'
-max_prepared_transactions = 20
-citus.shard_count = 8
-citus.node_connection_timeout = 5000
-});
-	$node->append_conf('pg_hba.conf', "host all all 127.0.0.1/32 trust\n");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION citus');
-	push @nodes, $node;
-}
+# A cluster set up by an older release first: 1.5.1's distribute()
+# distributed instances and leases only, and left the run tables local on
+# the coordinator.  (A worker gets a standby below.)
+my @nodes = citus_cluster(allows_streaming => 1, distribute => 0, version => '1.5.1');
 my ($coord, $w1, $w2) = @nodes;
-diag(
-	'Citus '
-	  . $coord->safe_psql('postgres',
-		q{SELECT split_part(citus_version(), ' ', 2) || ' on PostgreSQL ' || current_setting('server_version')}));
-$coord->safe_psql('postgres',
-	"SELECT citus_set_coordinator_host('127.0.0.1', " . $coord->port . ')');
-$coord->safe_psql('postgres', "SELECT citus_add_node('127.0.0.1', " . $_->port . ')') for ($w1, $w2);
-$coord->safe_psql('postgres', 'CREATE EXTENSION sandbox_store');
 
-# distribute(): refused to a non-superuser even with EXECUTE; then twice,
-# the second time a no-op.
+# distribute(): refused to a non-superuser even with EXECUTE.
 $coord->safe_psql('postgres',
 	'CREATE ROLE sb_app LOGIN; GRANT USAGE ON SCHEMA sandbox_store TO sb_app;'
 	  . ' GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO sb_app');
@@ -89,20 +69,72 @@ is(sqlstate_of($coord, 'SET ROLE sb_app; SELECT sandbox_store.distribute()'),
 is($coord->safe_psql('postgres', "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'"),
 	'0', 'and distributes nothing');
 $coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
-$coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
-is( $coord->safe_psql(
-		'postgres', q{
+my $dist_query = q{
 SELECT string_agg(logicalrelid::text || ' ' || partmethod::text, ', ' ORDER BY logicalrelid::text),
        count(DISTINCT colocationid)
-  FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'}),
-	'sandbox_store.instances h, sandbox_store.leases h|1',
-	'distribute() hash-distributes both tables in one colocation group (run twice)');
+  FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'};
+is($coord->safe_psql('postgres', $dist_query),
+	'sandbox_store.instances h, sandbox_store.leases h|1', "1.5.1's distribute() distributes instances and leases");
+
+# Runs and logs written at 1.5.1, on the coordinator's local tables; a
+# record and a claim in the distributed ones.
+$coord->safe_psql(
+	'postgres', q{
+SELECT count(*) FROM generate_series(1, 30) i,
+  sandbox_store.run_create_or_resume('old/' || i, 'old-thread-' || (i % 3), 1767225600000 + i);
+SELECT count(*) FROM generate_series(1, 30) i,
+  sandbox_store.run_log_append('old/' || i, jsonb_build_array(jsonb_build_object('i', i), jsonb_build_object('j', 2)));
+SELECT FROM sandbox_store.sandbox_upsert('old/key', 'e2b', 'sbx-old', 't-old');
+});
+my $stale_epoch = $coord->safe_psql('postgres', q{SELECT sandbox_store.run_claim('old/1')});
+my $old_epoch = $coord->safe_psql('postgres', q{SELECT sandbox_store.run_claim('old/1')});
+$coord->safe_psql('postgres', qq{SELECT sandbox_store.run_log_append('old/1', '[{"k": 3}]', $old_epoch)});
+# (the columns 1.5.1 has)
+my $runs_digest = q{
+SELECT md5(string_agg(concat_ws('|', run_id, thread_id, status, started_at, driver_epoch), ','
+                      ORDER BY run_id)) FROM sandbox_store.runs;
+SELECT md5(string_agg(concat_ws('|', run_id, last_seq, closed_at), ',' ORDER BY run_id)) FROM sandbox_store.run_logs;
+SELECT count(*) || ' ' || md5(string_agg(run_id || '|' || seq || '|' || chunk::text, ',' ORDER BY run_id, seq))
+  FROM sandbox_store.run_log_entries;};
+my $before = $coord->safe_psql('postgres', $runs_digest);
+
+# The update, then distribute() again (twice: the second changes nothing).
+$coord->safe_psql('postgres', 'ALTER EXTENSION sandbox_store UPDATE');
+is( $coord->safe_psql(
+		'postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT DISTINCT result FROM run_command_on_workers($$SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'$$)}),
+	"1.8.0\n1.8.0", 'ALTER EXTENSION UPDATE takes the coordinator and both workers from 1.5.1 to 1.8.0');
+is($coord->safe_psql('postgres', $dist_query),
+	'sandbox_store.instances h, sandbox_store.leases h|1', 'the update distributes nothing by itself');
+$coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
+$coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
+is( $coord->safe_psql('postgres', $dist_query),
+	'sandbox_store.instances h, sandbox_store.leases h, sandbox_store.run_log_entries h, sandbox_store.run_logs h, '
+	  . 'sandbox_store.runs h|1',
+	'distribute() again hash-distributes the run tables too, all in one colocation group (run twice)');
+is($coord->safe_psql('postgres', $runs_digest), $before,
+	'every run, log entry and its order kept through the update and distribute()');
+is( $coord->safe_psql(
+		'postgres',
+		q{SELECT sum(pg_relation_size(c)) FROM unnest(ARRAY['sandbox_store.runs', 'sandbox_store.run_logs', 'sandbox_store.run_log_entries']::regclass[]) c}
+	),
+	'0',
+	"the coordinator's local copies of the run tables are emptied");
 is( $coord->safe_psql(
 		'postgres', q{
-SELECT count(*) FROM pg_dist_object
+SELECT count(*) FILTER (WHERE objid::regproc::text LIKE 'sandbox_store.sandbox%'),
+       string_agg(objid::regproc::text, ' ' ORDER BY objid::regprocedure::text) FILTER (WHERE objid::regproc::text LIKE 'sandbox_store.run%')
+  FROM pg_dist_object
  WHERE classid = 'pg_proc'::regclass AND distribution_argument_index = 0
    AND objid::regproc::text LIKE 'sandbox_store.%'}),
-	'11', 'distribute() delegates the eleven single-key functions by their key');
+	'11|sandbox_store.run_claim sandbox_store.run_create_or_resume sandbox_store.run_get sandbox_store.run_log_append'
+	  . ' sandbox_store.run_log_read sandbox_store.run_log_status sandbox_store.run_log_watch sandbox_store.run_update',
+	'distribute() delegates the eleven single-key functions by their key and eight run functions by their run id'
+	  . ' (of run_log_append, the form with notify)');
+is( sqlstate_of($coord, qq{SELECT sandbox_store.run_log_append('old/1', '[{"k": 4}]', $stale_epoch)}),
+	'SB001', 'a run claimed at 1.5.1 keeps its fence: an older epoch is refused');
+is($coord->safe_psql('postgres', qq{SELECT sandbox_store.run_log_append('old/1', '[{"k": 4}]', $old_epoch, false)}),
+	'{4}', 'and its driver appends on with the next seq');
 for my $node (@nodes)
 {
 	is( $node->safe_psql(
@@ -113,16 +145,7 @@ SELECT format_type(atttypid, atttypmod) FROM pg_attribute
 }
 
 # Where a key's shard lives.
-sub node_of
-{
-	my ($key) = @_;
-	my $port = $coord->safe_psql(
-		'postgres', qq{
-SELECT nodeport FROM pg_dist_shard_placement
- WHERE shardid = get_shard_id_for_distribution_column('sandbox_store.instances', @{[lit($key)]})});
-	my ($node) = grep { $_->port == $port } @nodes;
-	return $node;
-}
+sub node_of { return shard_node($coord, 'sandbox_store.instances', $_[0], @nodes) }
 
 # The contract through each node.
 for my $via (@nodes)
@@ -205,21 +228,178 @@ is( $coord->safe_psql(
 is($coord->safe_psql('postgres', q{SELECT count(*) FROM sandbox_store.sandbox_list('t-reap')}),
 	'0', 'and they are gone');
 
+# Where a run's shard lives.
+sub node_of_run { return shard_node($coord, 'sandbox_store.runs', $_[0], @nodes) }
+
+# A run id whose shard is on $node (the first of PREFIX/1, PREFIX/2, ...).
+sub run_on
+{
+	my ($prefix, $node) = @_;
+	return $coord->safe_psql(
+		'postgres', qq{
+SELECT run FROM generate_series(1, 100) i, LATERAL (SELECT @{[lit($prefix)]} || '/' || i AS run) r
+ WHERE (SELECT nodeport FROM pg_dist_shard_placement
+         WHERE shardid = get_shard_id_for_distribution_column('sandbox_store.runs', r.run)) = @{[$node->port]}
+ ORDER BY i LIMIT 1});
+}
+
+# The run store through each node.
+for my $via (@nodes)
+{
+	my $n = $via->name;
+	my $out = $via->safe_psql(
+		'postgres', qq{
+SELECT sandbox_store.run_create_or_resume('$n/run', 't-$n', 1767225600000)->>'status';
+SELECT sandbox_store.run_claim('$n/run') AS epoch \\gset
+SELECT sandbox_store.run_log_append('$n/run', '[{"a": 1}, {"a": 2}]', :epoch, false);
+SELECT sandbox_store.run_log_append('$n/run', '[{"a": 3}]', :epoch);
+SELECT sandbox_store.run_log_watch('$n/run');
+SELECT string_agg(seq || ':' || chunk::text, ' ' ORDER BY seq) FROM sandbox_store.run_log_read('$n/run', 1);
+SELECT sandbox_store.run_update('$n/run', '{"status": "completed", "finishedAt": 1767225601000}', :epoch);
+SELECT sandbox_store.run_log_close('$n/run', :epoch);
+SELECT last_seq || ' ' || closed FROM sandbox_store.run_log_status('$n/run');
+SELECT sandbox_store.run_get('$n/run')->>'status';
+});
+	is( $out,
+		qq{running\n{1,2}\n{3}\n(3,f)\n2:{"a": 2} 3:{"a": 3}\nt\nt\n3 true\ncompleted},
+		"$n: the run store: create, claim, fenced appends (with and without notify), watch, read, update, close, status, get"
+	);
+}
+
+# A claim's new epoch fences the older driver through every node, for a
+# run on either worker.
+for my $worker ($w1, $w2)
+{
+	my $run = run_on('fence', $worker);
+	my $wn = $worker->name;
+	$coord->safe_psql('postgres', "SELECT sandbox_store.run_create_or_resume('$run', 't-fence', 1767225600000)");
+	my $e1 = $w1->safe_psql('postgres', "SELECT sandbox_store.run_claim('$run')");
+	is($coord->safe_psql('postgres', qq{SELECT sandbox_store.run_log_append('$run', '[{"by": 1}]', $e1, false)}),
+		'{1}', "run on $wn: the first driver appends through the coordinator");
+	my $e2 = $w2->safe_psql('postgres', "SELECT sandbox_store.run_claim('$run')");
+	cmp_ok($e2, '>', $e1, "run on $wn: a claim through worker2 gives a greater epoch ($e2 > $e1)");
+	is( join(' ',
+			sqlstate_of($coord, qq{SELECT sandbox_store.run_log_append('$run', '[{"by": 1}]', $e1, false)}),
+			sqlstate_of($w1,    qq{SELECT sandbox_store.run_log_append('$run', '[{"by": 1}]', $e1)}),
+			sqlstate_of($w2,    qq{SELECT sandbox_store.run_log_upsert('$run', '{2}', '[{"by": 1}]', $e1)}),
+			sqlstate_of($coord, qq{SELECT sandbox_store.run_update('$run', '{"status": "failed"}', $e1)}),
+			sqlstate_of($w1,    qq{SELECT sandbox_store.run_log_close('$run', $e1)}),
+			sqlstate_of($w2,    qq{SELECT sandbox_store.run_log_append('$run', '[{"by": 0}]')})),
+		'SB001 SB001 SB001 SB001 SB001 SB001',
+		"run on $wn: the older driver's appends (both forms), upsert, status write and close, and an unfenced append,"
+		  . ' are refused through every node');
+	is( $w1->safe_psql(
+			'postgres', qq{
+SELECT sandbox_store.run_log_append('$run', '[{"by": 2}]', $e2, false);
+SELECT sandbox_store.run_log_close('$run', $e2);
+SELECT string_agg(seq || ':' || chunk::text, ' ' ORDER BY seq) FROM sandbox_store.run_log_read('$run');
+SELECT sandbox_store.run_get('$run')->>'status';}),
+		qq({2}\nt\n1:{"by": 1} 2:{"by": 2}\nrunning),
+		"run on $wn: the new driver appends and closes; nothing the old one tried was written");
+}
+
+# Concurrent appenders of one run, four through each node, each appending
+# ten batches of three chunks under the run's epoch: the seqs are 1..360
+# with no gap and no repeat, every chunk is there once, and each appender's
+# chunks are in the order it appended them.
+{
+	my $run = run_on('dense', $w2);
+	$coord->safe_psql('postgres', "SELECT sandbox_store.run_create_or_resume('$run', 't-dense', 1767225600000)");
+	my $epoch = $coord->safe_psql('postgres', "SELECT sandbox_store.run_claim('$run')");
+	my (@runs, @err);
+	my $k = 0;
+	for my $node (@nodes)
+	{
+		for (1 .. 4)
+		{
+			my $p = $k++;
+			$err[$p] = '';
+			my $sql = join '',
+			  map {
+				my $b = $_;
+				"SELECT sandbox_store.run_log_append('$run', jsonb_build_array("
+				  . join(', ', map { "jsonb_build_object('p', $p, 'n', " . (3 * $b + $_) . ')' } 0 .. 2)
+				  . "), $epoch, false);"
+			  } 0 .. 9;
+			push @runs,
+			  IPC::Run::start([ 'psql', '-XAtq', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'), '-c', $sql ],
+				'>', \my $out, '2>', \$err[$p]);
+		}
+	}
+	$_->finish for @runs;
+	is(join('', @err), '', '12 appenders over 3 nodes: no error');
+	is( $coord->safe_psql(
+			'postgres', qq{
+SELECT count(*) || ' ' || min(seq) || ' ' || max(seq) || ' ' || count(DISTINCT seq) || ' '
+       || count(DISTINCT (chunk->>'p', chunk->>'n'))
+  FROM sandbox_store.run_log_read('$run')}),
+		'360 1 360 360 360',
+		'the seqs are 1..360, dense, and every chunk is there once');
+	is( $coord->safe_psql(
+			'postgres', qq{
+SELECT count(*) FROM (
+  SELECT (chunk->>'n')::int - lag((chunk->>'n')::int) OVER (PARTITION BY chunk->>'p' ORDER BY seq) AS step
+    FROM sandbox_store.run_log_read('$run')) s
+ WHERE step IS DISTINCT FROM 1 AND step IS NOT NULL}),
+		'0', "each appender's chunks are in its own order");
+	is( $coord->safe_psql(
+			'postgres', qq{
+SELECT count(*) FROM (
+  SELECT seq, (chunk->>'n')::int % 3 AS pos, lag(chunk->>'p') OVER (ORDER BY seq) AS prev_p, chunk->>'p' AS p
+    FROM sandbox_store.run_log_read('$run')) s
+ WHERE pos > 0 AND p IS DISTINCT FROM prev_p}),
+		'0', 'and the three chunks of each append are consecutive');
+}
+
+# The listings and prune read every shard: runs of one thread on both
+# workers.
+{
+	my @thread_runs = (run_on('list', $w1), run_on('list', $w2), run_on('list2', $w1), run_on('list2', $w2));
+	my $i = 0;
+	$coord->safe_psql('postgres',
+		join '',
+		map { $i++; "SELECT sandbox_store.run_create_or_resume('$_', 't-list', " . (1767225600000 + $i) . ');' }
+		  @thread_runs);
+	is( $coord->safe_psql(
+			'postgres', q{SELECT string_agg(r->>'runId', ' ') FROM sandbox_store.run_list_by_thread('t-list') r}),
+		join(' ', @thread_runs), 'run_list_by_thread lists the runs of both workers, by startedAt');
+	is($coord->safe_psql('postgres', q{SELECT sandbox_store.run_find_active('t-list')->>'runId'}),
+		$thread_runs[-1], 'run_find_active finds the latest running one');
+	$coord->safe_psql('postgres',
+		    "SELECT sandbox_store.run_update('$thread_runs[0]', '{\"detachedSince\": 1000}');"
+		  . "SELECT sandbox_store.run_update('$thread_runs[1]', '{\"detachedSince\": 2000}');");
+	is( $coord->safe_psql(
+			'postgres',
+			q{SELECT string_agg(r->>'runId', ' ') FROM sandbox_store.run_list_reclaimable(1767225600000, 1000) r}),
+		"$thread_runs[0] $thread_runs[1]",
+		'run_list_reclaimable lists the detached runs of both workers');
+	$coord->safe_psql('postgres',
+		join '',
+		map { "SELECT sandbox_store.run_log_append('$_', '[{\"x\": 1}]'); SELECT sandbox_store.run_log_close('$_');" }
+		  @thread_runs);
+	my $holder = $coord->background_psql('postgres');
+	# (a transaction holding the first log's row, as a writer in flight does)
+	$holder->query_safe(
+		'BEGIN; SELECT 1 FROM sandbox_store.run_logs WHERE run_id = ' . lit($thread_runs[0]) . ' FOR UPDATE');
+	my $pruned = $coord->safe_psql('postgres', q{SELECT sandbox_store.run_log_prune('0 s')});
+	cmp_ok($pruned, '>=', 3, "run_log_prune deletes the closed logs on both workers ($pruned)");
+	is( $coord->safe_psql(
+			'postgres', 'SELECT string_agg(run_id, \' \' ORDER BY run_id) FROM sandbox_store.run_logs WHERE run_id IN ('
+			  . join(', ', map { lit($_) } @thread_runs) . ')'),
+		$thread_runs[0], 'but skips the one another transaction holds');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	is($coord->safe_psql('postgres', q{SELECT sandbox_store.run_log_prune('0 s')}),
+		'1', 'and deletes it once that transaction ended');
+}
+
 # What distribute() leaves out (docs/operations.md, "What is not distributed
-# yet"): the run and checkpoint stores' tables stay local; a fenced run log
-# append works through the coordinator; the checkpoint writer cannot be
-# taken (Citus refuses the fence draw in an upsert on the distributed
-# leases).
+# yet"): the checkpoint store's tables stay local, and the checkpoint writer
+# cannot be taken (Citus refuses the fence draw in an upsert on the
+# distributed leases).
 is( $coord->safe_psql(
-		'postgres',
-		q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text ~ '^sandbox_store[.](runs|run_log|checkpoint)'}),
-	'0', "the run and checkpoint stores' tables are not distributed");
-$coord->safe_psql('postgres',
-	q{SELECT sandbox_store.run_create_or_resume('citus-run', 'citus-thread', 1767225600000)});
-my $run_epoch = $coord->safe_psql('postgres', q{SELECT sandbox_store.run_claim('citus-run')});
-is( $coord->safe_psql(
-		'postgres', qq{SELECT sandbox_store.run_log_append('citus-run', '[{"type": "x"}]', $run_epoch)}),
-	'{1}', 'a fenced run log append works through the coordinator');
+		'postgres', q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text ~ '^sandbox_store[.]checkpoint'}),
+	'0', "the checkpoint store's tables are not distributed");
 my (undef, undef, $writer_err) =
   $coord->psql('postgres', q{SELECT * FROM sandbox_store.checkpoint_acquire_writer('citus-thread')});
 like(
@@ -314,6 +494,36 @@ like( race(
 		'the old holder is refused');
 }
 
+# A run's epochs across a shard move, with the new node's sequence set
+# back: the driver appends on, the next claim's epoch is above every epoch
+# the run had, and the older driver is refused.
+{
+	my $run = run_on('move-run', $w1);
+	$coord->safe_psql('postgres', "SELECT sandbox_store.run_create_or_resume('$run', 't-move', 1767225600000)");
+	my $e1 = $coord->safe_psql('postgres', "SELECT sandbox_store.run_claim('$run')");
+	$coord->safe_psql('postgres', qq{SELECT sandbox_store.run_log_append('$run', '[{"m": 1}, {"m": 2}]', $e1, false)});
+	my $shard = $coord->safe_psql('postgres',
+		"SELECT get_shard_id_for_distribution_column('sandbox_store.runs', " . lit($run) . ')');
+	$coord->safe_psql('postgres',
+		    "SELECT citus_move_shard_placement($shard, '127.0.0.1', "
+		  . $w1->port
+		  . ", '127.0.0.1', "
+		  . $w2->port
+		  . ", shard_transfer_mode => 'block_writes')");
+	is(node_of_run($run)->port, $w2->port, "the run's shard moved from worker1 to worker2");
+	$w2->safe_psql('postgres', "SELECT setval('sandbox_store.fence_seq', 1, false)");
+	is($coord->safe_psql('postgres', qq{SELECT sandbox_store.run_log_append('$run', '[{"m": 3}]', $e1, false)}),
+		'{3}', 'after the move the driver appends on with the next seq');
+	my $e2 = $w1->safe_psql('postgres', "SELECT sandbox_store.run_claim('$run')");
+	cmp_ok($e2, '>', $e1,
+		"after the move, with the new node's sequence set back, the next epoch ($e2) is above the last ($e1)");
+	is(sqlstate_of($coord, qq{SELECT sandbox_store.run_log_append('$run', '[{"m": 0}]', $e1, false)}),
+		'SB001', 'the older driver is refused');
+	is( $coord->safe_psql(
+			'postgres', qq{SELECT string_agg(chunk->>'m', ' ' ORDER BY seq) FROM sandbox_store.run_log_read('$run')}),
+		'1 2 3', 'the log moved whole');
+}
+
 # Lock mode across a shard move: the move waits for a transaction that
 # holds a key of the shard (its delegated call touched the shard), so no
 # second holder can get the key on the new node while the first is open.
@@ -372,6 +582,11 @@ SELECT count(*) > 0 FROM citus_lock_waits
 	# A second's lease, meant to run out: nothing below needs it live, and the
 	# calls after the restart wait for its expiry themselves (no wait bound).
 	my $fence = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 second')");
+	# A run on the same worker, claimed and appended to.
+	my $run = run_on('crash-run', $victim);
+	$coord->safe_psql('postgres', "SELECT sandbox_store.run_create_or_resume('$run', 't-crash', 1767225600000)");
+	my $epoch = $coord->safe_psql('postgres', "SELECT sandbox_store.run_claim('$run')");
+	$coord->safe_psql('postgres', qq{SELECT sandbox_store.run_log_append('$run', '[{"c": 1}]', $epoch, false)});
 	kill9($victim);
 	my ($ret, $out, $err) =
 	  $coord->psql('postgres', "SELECT action FROM sandbox_store.sandbox_ensure('$key', 'run-c')");
@@ -390,6 +605,13 @@ SELECT count(*) > 0 FROM citus_lock_waits
 		'2', 'nothing was lost');
 	my $next = $coord->safe_psql('postgres', "SELECT fence FROM sandbox_store.sandbox_claim('$key', '1 second')");
 	cmp_ok($next, '>', $fence, "after the restart the key's next fence ($next) is above the last ($fence)");
+	is( $coord->safe_psql(
+			'postgres', qq{SELECT string_agg(chunk->>'c', ' ' ORDER BY seq) FROM sandbox_store.run_log_read('$run')}),
+		'1', "after the restart the run's log is there");
+	my $next_epoch = $coord->safe_psql('postgres', "SELECT sandbox_store.run_claim('$run')");
+	cmp_ok($next_epoch, '>', $epoch, "the run's next epoch ($next_epoch) is above the last ($epoch)");
+	is(sqlstate_of($coord, qq{SELECT sandbox_store.run_log_append('$run', '[{"c": 0}]', $epoch, false)}),
+		'SB001', 'and the driver from before the crash is refused');
 }
 
 # Failover of a worker to its standby: the key's claim, record and fences
@@ -447,19 +669,29 @@ CREATE TABLE saved_instances AS
          latest_run_id::text AS latest_run_id, updated_at
     FROM sandbox_store.instances;
 CREATE TABLE saved_leases AS SELECT * FROM sandbox_store.leases;
+CREATE TABLE saved_runs AS SELECT * FROM sandbox_store.runs;
+CREATE TABLE saved_run_logs AS SELECT * FROM sandbox_store.run_logs;
+CREATE TABLE saved_run_log_entries AS SELECT * FROM sandbox_store.run_log_entries;
 DROP EXTENSION sandbox_store CASCADE;
 CREATE EXTENSION sandbox_store;
 INSERT INTO sandbox_store.instances SELECT * FROM saved_instances;
 INSERT INTO sandbox_store.leases SELECT * FROM saved_leases;
+INSERT INTO sandbox_store.runs SELECT * FROM saved_runs;
+INSERT INTO sandbox_store.run_logs SELECT * FROM saved_run_logs;
+INSERT INTO sandbox_store.run_log_entries SELECT * FROM saved_run_log_entries;
 SELECT setval('sandbox_store.fence_seq', (SELECT max(fence) FROM sandbox_store.leases));
-DROP TABLE saved_instances, saved_leases;
+DROP TABLE saved_instances, saved_leases, saved_runs, saved_run_logs, saved_run_log_entries;
 });
 is($coord->safe_psql('postgres', "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'"),
-	'0', 'after the way back both tables are local');
+	'0', 'after the way back every table is local');
 is( $coord->safe_psql('postgres',
 		"SELECT action || ' ' || provider_sandbox_id FROM sandbox_store.sandbox_ensure('crash/a', 'run-e')"),
 	'resume sbx-a', 'the coordinator resumes a record');
 is($coord->safe_psql('postgres', "SELECT count(*) FROM sandbox_store.sandbox_list('t-crash')"),
 	'2', 'and lists every record');
+is( $coord->safe_psql(
+		'postgres', q{SELECT string_agg(chunk->>'m', ' ' ORDER BY seq) FROM sandbox_store.run_log_read((
+  SELECT run_id FROM sandbox_store.runs WHERE thread_id = 't-move'))}),
+	'1 2 3', 'and reads a run log');
 
 done_testing();
