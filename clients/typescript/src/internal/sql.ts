@@ -312,11 +312,13 @@ export const LOG_APPEND_SQL =
 
 /**
  * run_log_append with notify false (extension 1.7.0): the readers are woken
- * after the commit (run-waker.ts); $1 run, $2 chunks, $3 epoch.
+ * after the commit (run-waker.ts); $1 run, $2 chunks, $3 epoch.  The call
+ * alone, its int8[] uncast (pg gives each int8 as a string): on Citus only a
+ * bare call is sent to the node that holds the run (extension 1.8.0).
  */
 export const LOG_APPEND_QUIET_SQL =
   'SELECT sandbox_store.run_log_append(run_id => $1::pg_catalog.text, chunks => $2::pg_catalog.jsonb,' +
-  ' epoch => $3::pg_catalog.int8, notify => false)::pg_catalog.text[] AS seqs';
+  ' epoch => $3::pg_catalog.int8, notify => false) AS seqs';
 
 /** run_log_upsert; $1 run, $2 seqs, $3 chunks (a JSON array), $4 epoch. */
 export const LOG_UPSERT_SQL =
