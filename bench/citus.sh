@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # bench/citus.sh [MAJOR...]: throughput of sandbox_ensure (resume,
-# autocommit) and sandbox_get through a citus coordinator and through a
+# autocommit), sandbox_get, a driver's fenced run log append (16 chunks;
+# with notify false as the TypeScript client appends, delegated, and
+# without notify, not delegated) and a reader's resume read (the 16 entries
+# after seq 240 of a 256-entry log) through a citus coordinator and through a
 # worker, side by side with one plain PostgreSQL server, on this machine
 # (make bench-citus), once per Citus/PostgreSQL pair: Citus 13.2.2 on the
 # PostgreSQL 15 of PG_CONFIG and Citus 14.0.1 on PostgreSQL 18.6 (MAJORs:
@@ -89,10 +92,33 @@ sql coordinator -c "SELECT citus_set_coordinator_host('127.0.0.1', ${port[coordi
 sql coordinator -c 'CREATE EXTENSION sandbox_store' -c 'SELECT sandbox_store.distribute()' >/dev/null
 sql single -c 'CREATE EXTENSION sandbox_store'
 for n in single coordinator; do sql "$n" -v rows="$rows" -f "$top/bench/setup.sql" >/dev/null; done
+# Runs for the run log workloads, one per client of each: fenced-N, claimed
+# at epoch 1000000, for the appends; resume-N with 256 entries for the reads.
+for n in single coordinator; do
+  sql "$n" -v clients="$clients" >/dev/null <<'SQL'
+SELECT count(sandbox_store.run_create_or_resume('fenced-' || c, 'thread-' || c, 1767225600000)),
+       count(sandbox_store.run_update('fenced-' || c, jsonb_build_object('driverEpoch', 1000000)))
+  FROM generate_series(0, :clients - 1) c;
+SELECT count(sandbox_store.run_log_append('resume-' || c, b.batch))
+  FROM generate_series(0, :clients - 1) c,
+       LATERAL (SELECT jsonb_agg(jsonb_build_object('type', 'TEXT_MESSAGE_CONTENT', 'seq', i, 'delta', repeat('x', 160)))
+                  AS batch FROM generate_series(1, 16) i) b,
+       generate_series(1, 16) r;
+SQL
+done
+# One batch of 16 chunks of about 200 bytes of JSON.
+chunks=$(sql single -Atc "SELECT jsonb_agg(jsonb_build_object('type', 'TEXT_MESSAGE_CONTENT', 'messageId', 'msg-7f3a9c',
+  'delta', 'Step ' || i || ': the build passed, 42 tests green; now updating the README and the changelog.'))
+  FROM generate_series(1, 16) i")
 
 run() { # node workload -> tps
+  local vars=()
+  case $2 in
+    runlog_append*) vars=(-D prefix=fenced- -D epoch=1000000 -D "chunks=$chunks") ;;
+    runlog_resume) vars=(-D prefix=resume- -D after=240) ;;
+  esac
   pgbench -n -h 127.0.0.1 -p "${port[$1]}" -U postgres -M prepared -c "$clients" -j "$clients" \
-    -T "$seconds" -D rows="$rows" -f "$top/bench/$2.pgbench" postgres 2>/dev/null |
+    -T "$seconds" -D rows="$rows" "${vars[@]}" -f "$top/bench/$2.pgbench" postgres 2>/dev/null |
     sed -n 's/^tps = \([0-9.]*\).*/\1/p'
 }
 
@@ -100,7 +126,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 
 pair=$(sql coordinator -Atc \
   "SELECT split_part(citus_version(), ' ', 2) || ' on ' || split_part(current_setting('server_version'), ' ', 1)")
-for w in ensure_auto get; do
+for w in ensure_auto get runlog_append_quiet runlog_append runlog_resume; do
   declare -A tps=()
   order=(single coordinator worker1)
   for _ in $(seq 1 "$repeats"); do

@@ -338,6 +338,16 @@ SELECT count(*) AS orphan_entries FROM sandbox_store.run_log_entries e
 SELECT count(*) AS run_records_kept FROM sandbox_store.runs WHERE run_id LIKE 'p-%';
 -- A pruned log starts again from nothing.
 SELECT count(*) AS gone FROM sandbox_store.run_log_status('p-closed');
+-- max_logs counts the logs pruned, not the logs looked at: with max_logs
+-- 1, the oldest logs (open, of running runs: kept) are passed over and the
+-- next closed one goes.
+SELECT sandbox_store.run_create_or_resume(id, 't-prune', 1) ->> 'runId'
+  FROM (VALUES ('q-running'), ('q-closed')) v(id);
+SELECT sandbox_store.run_log_append('q-running', '[{"x": 1}]');
+SELECT sandbox_store.run_log_append('q-closed', '[{"x": 1}]');
+SELECT sandbox_store.run_log_close('q-closed');
+SELECT sandbox_store.run_log_prune('0', max_logs => 1) AS past_the_kept;
+SELECT l.run_id FROM sandbox_store.run_logs l WHERE l.run_id LIKE 'q-%' ORDER BY 1;
 
 --
 -- NOTIFY: once a reader watches a log (run_log_watch), append, upsert and

@@ -89,6 +89,12 @@ SELECT FROM sandbox_store.sandbox_upsert('old/key', 'e2b', 'sbx-old', 't-old');
 my $stale_epoch = $coord->safe_psql('postgres', q{SELECT sandbox_store.run_claim('old/1')});
 my $old_epoch = $coord->safe_psql('postgres', q{SELECT sandbox_store.run_claim('old/1')});
 $coord->safe_psql('postgres', qq{SELECT sandbox_store.run_log_append('old/1', '[{"k": 3}]', $old_epoch)});
+# A run written through worker1 at 1.5.1: in that worker's own local tables,
+# which the coordinator never sees.
+$w1->safe_psql(
+	'postgres', q{
+SELECT sandbox_store.run_create_or_resume('via-worker', 'old-thread-w', 1767225600000);
+SELECT sandbox_store.run_log_append('via-worker', '[{"w": 1}, {"w": 2}]');});
 # (the columns 1.5.1 has)
 my $runs_digest = q{
 SELECT md5(string_agg(concat_ws('|', run_id, thread_id, status, started_at, driver_epoch), ','
@@ -96,7 +102,6 @@ SELECT md5(string_agg(concat_ws('|', run_id, thread_id, status, started_at, driv
 SELECT md5(string_agg(concat_ws('|', run_id, last_seq, closed_at), ',' ORDER BY run_id)) FROM sandbox_store.run_logs;
 SELECT count(*) || ' ' || md5(string_agg(run_id || '|' || seq || '|' || chunk::text, ',' ORDER BY run_id, seq))
   FROM sandbox_store.run_log_entries;};
-my $before = $coord->safe_psql('postgres', $runs_digest);
 
 # The update, then distribute() again (twice: the second changes nothing).
 $coord->safe_psql('postgres', 'ALTER EXTENSION sandbox_store UPDATE');
@@ -106,6 +111,27 @@ SELECT DISTINCT result FROM run_command_on_workers($$SELECT extversion FROM pg_e
 	"1.8.0\n1.8.0", 'ALTER EXTENSION UPDATE takes the coordinator and both workers from 1.5.1 to 1.8.0');
 is($coord->safe_psql('postgres', $dist_query),
 	'sandbox_store.instances h, sandbox_store.leases h|1', 'the update distributes nothing by itself');
+
+# distribute() refuses while a worker holds runs of its own (distributing
+# would hide them), and changes nothing; the rows copied to the coordinator
+# and deleted on the worker (docs/operations.md), it goes on.
+is(sqlstate_of($coord, 'SELECT sandbox_store.distribute()'),
+	'55000', 'distribute() refuses while a worker holds runs of its own (55000)');
+my (undef, undef, $local_err) = $coord->psql('postgres', 'SELECT sandbox_store.distribute()');
+like(
+	$local_err,
+	qr/ERROR:  a worker holds runs of its own in the run tables of sandbox_store\n.*127\.0\.0\.1:@{[$w1->port]} 4 rows/s,
+	"the error names the worker and its rows");
+is($coord->safe_psql('postgres', $dist_query),
+	'sandbox_store.instances h, sandbox_store.leases h|1', 'and distributes nothing');
+for my $table (qw(runs run_logs run_log_entries))
+{
+	my $rows = $w1->safe_psql('postgres', "COPY (SELECT * FROM ONLY sandbox_store.$table) TO STDOUT");
+	$coord->safe_psql('postgres', "COPY sandbox_store.$table FROM STDIN;\n$rows\n\\.\n");
+}
+$w1->safe_psql('postgres',
+	'DELETE FROM sandbox_store.run_log_entries; DELETE FROM sandbox_store.run_logs; DELETE FROM sandbox_store.runs');
+my $before = $coord->safe_psql('postgres', $runs_digest);
 $coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
 $coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
 is( $coord->safe_psql('postgres', $dist_query),
@@ -114,6 +140,10 @@ is( $coord->safe_psql('postgres', $dist_query),
 	'distribute() again hash-distributes the run tables too, all in one colocation group (run twice)');
 is($coord->safe_psql('postgres', $runs_digest), $before,
 	'every run, log entry and its order kept through the update and distribute()');
+is( $w2->safe_psql(
+		'postgres', q{SELECT sandbox_store.run_get('via-worker')->>'threadId';
+SELECT string_agg(chunk->>'w', ' ' ORDER BY seq) FROM sandbox_store.run_log_read('via-worker')}),
+	"old-thread-w\n1 2", 'the run written through worker1 is read through worker2');
 is( $coord->safe_psql(
 		'postgres',
 		q{SELECT sum(pg_relation_size(c)) FROM unnest(ARRAY['sandbox_store.runs', 'sandbox_store.run_logs', 'sandbox_store.run_log_entries']::regclass[]) c}
@@ -306,6 +336,10 @@ SELECT sandbox_store.run_get('$run')->>'status';}),
 	my $run = run_on('dense', $w2);
 	$coord->safe_psql('postgres', "SELECT sandbox_store.run_create_or_resume('$run', 't-dense', 1767225600000)");
 	my $epoch = $coord->safe_psql('postgres', "SELECT sandbox_store.run_claim('$run')");
+	# The run's log row held, so that all twelve wait at their first append
+	# and then contend (the claim made the row).
+	my $gate = $coord->background_psql('postgres');
+	$gate->query_safe('BEGIN; SELECT 1 FROM sandbox_store.run_logs WHERE run_id = ' . lit($run) . ' FOR UPDATE');
 	my (@runs, @err);
 	my $k = 0;
 	for my $node (@nodes)
@@ -326,6 +360,13 @@ SELECT sandbox_store.run_get('$run')->>'status';}),
 				'>', \my $out, '2>', \$err[$p]);
 		}
 	}
+	ok( $w2->poll_query_until(
+			'postgres', q{
+SELECT count(*) = 12 FROM pg_stat_activity
+ WHERE wait_event_type = 'Lock' AND query LIKE '%run_log_append%'}),
+		"all 12 appenders wait for the run's log row on its worker");
+	$gate->query_safe('COMMIT');
+	$gate->quit;
 	$_->finish for @runs;
 	is(join('', @err), '', '12 appenders over 3 nodes: no error');
 	is( $coord->safe_psql(
@@ -381,8 +422,14 @@ SELECT count(*) FROM (
 	# (a transaction holding the first log's row, as a writer in flight does)
 	$holder->query_safe(
 		'BEGIN; SELECT 1 FROM sandbox_store.run_logs WHERE run_id = ' . lit($thread_runs[0]) . ' FOR UPDATE');
-	my $pruned = $coord->safe_psql('postgres', q{SELECT sandbox_store.run_log_prune('0 s')});
-	cmp_ok($pruned, '>=', 3, "run_log_prune deletes the closed logs on both workers ($pruned)");
+	my $closed = $coord->safe_psql('postgres',
+		q{SELECT count(*) FROM sandbox_store.run_logs WHERE closed_at IS NOT NULL});
+	is($coord->safe_psql('postgres', q{SELECT sandbox_store.run_log_prune('0 s')}),
+		$closed - 1, 'run_log_prune deletes the closed logs on both workers, but one');
+	is( $coord->safe_psql(
+			'postgres', 'SELECT count(*) FROM sandbox_store.run_log_entries WHERE run_id IN ('
+			  . join(', ', map { lit($_) } @thread_runs[ 1 .. 3 ]) . ')'),
+		'0', 'with their entries');
 	is( $coord->safe_psql(
 			'postgres', 'SELECT string_agg(run_id, \' \' ORDER BY run_id) FROM sandbox_store.run_logs WHERE run_id IN ('
 			  . join(', ', map { lit($_) } @thread_runs) . ')'),
@@ -682,6 +729,22 @@ INSERT INTO sandbox_store.run_log_entries SELECT * FROM saved_run_log_entries;
 SELECT setval('sandbox_store.fence_seq', (SELECT max(fence) FROM sandbox_store.leases));
 DROP TABLE saved_instances, saved_leases, saved_runs, saved_run_logs, saved_run_log_entries;
 });
+# (DROP EXTENSION leaves the shards on the workers: dropped by hand)
+$coord->safe_psql('postgres', q{
+SELECT * FROM run_command_on_workers($cmd$DO $$DECLARE t regclass; BEGIN
+  FOR t IN SELECT c.oid FROM pg_class c WHERE c.relnamespace = 'sandbox_store'::regnamespace AND c.relkind = 'r'
+                                          AND c.relname ~ '_[0-9]+$' LOOP
+    EXECUTE format('DROP TABLE %s', t);
+  END LOOP; END$$$cmd$)});
+for my $node (grep { $_ != $coord } @nodes)    # (worker1's standby in its place)
+{
+	is( $node->safe_psql(
+			'postgres', q{
+SELECT string_agg(relname, ' ' ORDER BY relname) FROM pg_class
+ WHERE relnamespace = 'sandbox_store'::regnamespace AND relkind = 'r'}),
+		'checkpoint_heads checkpoints instances leases run_log_entries run_logs runs',
+		$node->name . ': after the way back only the extension\'s own tables are left');
+}
 is($coord->safe_psql('postgres', "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'"),
 	'0', 'after the way back every table is local');
 is( $coord->safe_psql('postgres',
@@ -693,5 +756,37 @@ is( $coord->safe_psql(
 		'postgres', q{SELECT string_agg(chunk->>'m', ' ' ORDER BY seq) FROM sandbox_store.run_log_read((
   SELECT run_id FROM sandbox_store.runs WHERE thread_id = 't-move'))}),
 	'1 2 3', 'and reads a run log');
+
+# distribute() failing after it changed instances.key on the workers (a
+# lock on runs outlasts its lock_timeout) rolls back on the coordinator but
+# not on the workers; called again, it completes.
+{
+	my $holder = $coord->background_psql('postgres');
+	$holder->query_safe('BEGIN; LOCK sandbox_store.runs IN ACCESS EXCLUSIVE MODE');
+	is( sqlstate_of($coord, "SET lock_timeout = '1s'; SELECT sandbox_store.distribute()"),
+		'55P03', 'distribute() fails when it cannot lock runs in time');
+	is( $coord->safe_psql(
+			'postgres', q{
+SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'sandbox_store.instances'::regclass AND attname = 'key';
+SELECT DISTINCT result FROM run_command_on_workers($$SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+ WHERE attrelid = 'sandbox_store.instances'::regclass AND attname = 'key'$$)}),
+		"sandbox_store.bounded_text\ntext",
+		'the coordinator rolled back its change of instances.key; the workers kept theirs');
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	$coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
+	is( $coord->safe_psql('postgres', $dist_query),
+		'sandbox_store.instances h, sandbox_store.leases h, sandbox_store.run_log_entries h, sandbox_store.run_logs h, '
+		  . 'sandbox_store.runs h|1',
+		'called again, distribute() completes');
+	# (the run id first: a subquery on a distributed table cannot be an
+	# argument of a delegated call)
+	my $moved = $coord->safe_psql('postgres', q{SELECT run_id FROM sandbox_store.runs WHERE thread_id = 't-move'});
+	is( $coord->safe_psql(
+			'postgres',
+			"SELECT string_agg(chunk->>'m', ' ' ORDER BY seq) FROM sandbox_store.run_log_read(" . lit($moved) . ')'),
+		'1 2 3', 'with the run logs');
+}
 
 done_testing();

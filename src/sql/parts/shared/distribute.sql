@@ -21,11 +21,19 @@ DECLARE
     fn pg_catalog.regprocedure;
     rel pg_catalog.regclass;
     failed pg_catalog.text;
+    local_runs pg_catalog.regclass[];
     key_to_text constant pg_catalog.text :=
         'ALTER TABLE sandbox_store.instances ALTER COLUMN key TYPE pg_catalog.text,'
         ' ADD CONSTRAINT instances_key_length'
         ' CHECK (pg_catalog.octet_length(key) OPERATOR(pg_catalog.>=) 1'
         ' AND pg_catalog.octet_length(key) OPERATOR(pg_catalog.<=) @MAX_TEXT_BYTES@)';
+    -- (on a worker: only where it has not been done, for a worker keeps it
+    -- when a later step fails and the coordinator rolls back)
+    key_to_text_once constant pg_catalog.text :=
+        'DO $do$ BEGIN IF (SELECT atttypid FROM pg_catalog.pg_attribute'
+        ' WHERE attrelid OPERATOR(pg_catalog.=) ''sandbox_store.instances''::pg_catalog.regclass'
+        ' AND attname OPERATOR(pg_catalog.=) ''key'') OPERATOR(pg_catalog.<>) ''pg_catalog.text''::pg_catalog.regtype'
+        ' THEN ' OPERATOR(pg_catalog.||) key_to_text OPERATOR(pg_catalog.||) '; END IF; END $do$';
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
         RAISE EXCEPTION USING
@@ -41,6 +49,33 @@ BEGIN
             DETAIL = 'Only a superuser may distribute them.',
             HINT = 'Run sandbox_store.distribute() as a superuser, on the coordinator.';
     END IF;
+    -- A worker's own run tables, before they are distributed, hold what was
+    -- written through that worker (older versions left the run tables
+    -- local); distributing would hide those rows, so refuse while a worker
+    -- has any, before anything changes.
+    SELECT pg_catalog.array_agg(t.rel) INTO local_runs
+      FROM pg_catalog.unnest(ARRAY['sandbox_store.runs', 'sandbox_store.run_logs',
+                                   'sandbox_store.run_log_entries']::pg_catalog.regclass[]) t(rel)
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+                        WHERE p.logicalrelid OPERATOR(pg_catalog.=) t.rel);
+    IF local_runs IS NOT NULL THEN
+        SELECT pg_catalog.string_agg(r.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) r.nodeport
+                                     OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) r.result
+                                     OPERATOR(pg_catalog.||) ' rows', '; ')
+          INTO failed
+          FROM pg_catalog.run_command_on_workers(
+                   (SELECT 'SELECT ' OPERATOR(pg_catalog.||)
+                           pg_catalog.string_agg(pg_catalog.format('(SELECT count(*) FROM ONLY %s)', t.rel), ' + ')
+                      FROM pg_catalog.unnest(local_runs) t(rel))) r
+         WHERE r.success AND r.result OPERATOR(pg_catalog.<>) '0';
+        IF failed IS NOT NULL THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'object_not_in_prerequisite_state',
+                MESSAGE = 'a worker holds runs of its own in the run tables of sandbox_store',
+                DETAIL = 'Runs and run logs written through a worker before the run tables were distributed stay in that worker''s own tables, which distributing them would hide: ' OPERATOR(pg_catalog.||) failed OPERATOR(pg_catalog.||) '.  Nothing was changed.',
+                HINT = 'Copy those rows into the same tables on the coordinator and delete them on the worker (docs/operations.md, section 9), then call it again.';
+        END IF;
+    END IF;
     -- citus cannot prune shards by a domain-typed key (it coerces the key
     -- to the column's type as a constant, which a domain's check is not), so
     -- instances.key goes back from bounded_text to text with the same
@@ -54,7 +89,7 @@ BEGIN
         SELECT pg_catalog.string_agg(r.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) r.nodeport
                                      OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) r.result, '; ')
           INTO failed
-          FROM pg_catalog.run_command_on_workers(key_to_text) r WHERE NOT r.success;
+          FROM pg_catalog.run_command_on_workers(key_to_text_once) r WHERE NOT r.success;
         IF failed IS NOT NULL THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'object_not_in_prerequisite_state',
