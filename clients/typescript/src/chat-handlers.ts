@@ -47,7 +47,7 @@ import { continueAfterLog, resumeOf, type RunResume } from './run-continue.js';
 import { openRunDriver, resolveRunDriverOptions, terminalOutcome, type OpenRunDriver } from './run-driver.js';
 import { openRunStore } from './run-store.js';
 import type { RunRecord, RunRecordPatch } from './run-types.js';
-import { DEFAULT_FIRST_CHUNK_DEADLINE_MS, openStreamDurability } from './stream-durability.js';
+import { DEFAULT_FIRST_CHUNK_DEADLINE_MS, DEFAULT_IDLE_REREAD_MS, openStreamDurability } from './stream-durability.js';
 import type { LockStore } from './types.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: TanStack AI's StreamChunk, not imported (see run-types.ts)
@@ -317,7 +317,12 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
       const log = openStreamDurability(
         pool,
         { runId },
-        { epoch, firstChunkDeadlineMs: DEFAULT_FIRST_CHUNK_DEADLINE_MS, connectTimeoutMs },
+        {
+          epoch,
+          firstChunkDeadlineMs: DEFAULT_FIRST_CHUNK_DEADLINE_MS,
+          idleRereadMs: DEFAULT_IDLE_REREAD_MS,
+          connectTimeoutMs,
+        },
         lose,
       );
       const stored = (await log.snapshot()).map((entry) => entry.chunk);
@@ -403,7 +408,12 @@ export function createChatHandlers(options: ChatHandlersOptions): ChatHandlers {
       pool,
       { runId, offset },
       // A join from the start may come before the producer's first entry: wait up to a lease for it.
-      { epoch: null, firstChunkDeadlineMs: leaseMs + heartbeatMs, connectTimeoutMs },
+      {
+        epoch: null,
+        firstChunkDeadlineMs: leaseMs + heartbeatMs,
+        idleRereadMs: DEFAULT_IDLE_REREAD_MS,
+        connectTimeoutMs,
+      },
       undefined,
     );
     let fail: (error: unknown) => void = () => undefined;

@@ -5,7 +5,7 @@ import { connectTimeoutOption, poolQuery } from './internal/pool.js';
 import { newClaim, registerClaim, runInClaim, runRecordFromText, seqNumber, type LiveClaim } from './internal/runs.js';
 import { RUN_CLAIM_SQL, RUN_GET_SQL, RUN_UPDATE_SQL, msOption } from './internal/sql.js';
 import type { RunClaim, RunError, RunRecordPatch, RunStatus, RunUsage } from './run-types.js';
-import { DEFAULT_FIRST_CHUNK_DEADLINE_MS, openStreamDurability } from './stream-durability.js';
+import { DEFAULT_FIRST_CHUNK_DEADLINE_MS, DEFAULT_IDLE_REREAD_MS, openStreamDurability } from './stream-durability.js';
 import type { LockStore } from './types.js';
 
 /** Default most chunks per append of `pipe`. */
@@ -286,7 +286,12 @@ export function openRunDriver(pool: Pool, options: ResolvedRunDriverOptions): Op
     const log = openStreamDurability(
       pool,
       { runId },
-      { epoch, firstChunkDeadlineMs: DEFAULT_FIRST_CHUNK_DEADLINE_MS, connectTimeoutMs },
+      {
+        epoch,
+        firstChunkDeadlineMs: DEFAULT_FIRST_CHUNK_DEADLINE_MS,
+        idleRereadMs: DEFAULT_IDLE_REREAD_MS,
+        connectTimeoutMs,
+      },
       state.lose,
     );
 

@@ -31,7 +31,7 @@ const READ_PAGE = 500;
  * sent after the commit) leaves no notification behind, and this bounds
  * the delay that costs.  One indexed query per idle reader per period.
  */
-const IDLE_REREAD_MS = 5_000;
+export const DEFAULT_IDLE_REREAD_MS = 5_000;
 
 /** Which run (and from where) an adapter made without a `Request` attaches to. */
 export interface StreamDurabilityInit {
@@ -54,6 +54,12 @@ export interface StreamDurabilityOptions {
    * memoryStream).
    */
   firstChunkDeadlineMs?: number | undefined;
+  /**
+   * How long a live reader that heard no notification waits before it reads
+   * the log once more (default 5 000 ms): what a wake lost with its writer
+   * costs at most.  Longer: fewer reads of idle logs.
+   */
+  idleRereadMs?: number | undefined;
   /** How long a call waits for a connection of the pool (default 30 000 ms). */
   connectTimeoutMs?: number | undefined;
 }
@@ -162,6 +168,7 @@ export function createStreamDurability<TChunk = any>(
 export interface ResolvedStreamDurabilityOptions {
   epoch: number | null;
   firstChunkDeadlineMs: number;
+  idleRereadMs: number;
   connectTimeoutMs: number;
 }
 
@@ -174,8 +181,10 @@ export function resolveStreamDurabilityOptions(options: StreamDurabilityOptions)
   const firstChunkDeadlineMs =
     msOption(options.firstChunkDeadlineMs ?? DEFAULT_FIRST_CHUNK_DEADLINE_MS, 'firstChunkDeadlineMs') ??
     DEFAULT_FIRST_CHUNK_DEADLINE_MS;
+  const idleRereadMs =
+    msOption(options.idleRereadMs ?? DEFAULT_IDLE_REREAD_MS, 'idleRereadMs', true) ?? DEFAULT_IDLE_REREAD_MS;
   const connectTimeoutMs = connectTimeoutOption(options.connectTimeoutMs);
-  return { epoch, firstChunkDeadlineMs, connectTimeoutMs };
+  return { epoch, firstChunkDeadlineMs, idleRereadMs, connectTimeoutMs };
 }
 
 /** Told that a write under the adapter's epoch was refused with SB001 (its claim is lost). */
@@ -195,6 +204,7 @@ export function openStreamDurability<TChunk = any>(
 ): PgStreamDurability<TChunk> {
   const { epoch, connectTimeoutMs } = options;
   const deadlineMs = options.firstChunkDeadlineMs;
+  const idleRereadMs = options.idleRereadMs;
 
   let resumeOffset: string | null;
   let runId: string;
@@ -373,7 +383,7 @@ export function openStreamDurability<TChunk = any>(
         if (entries.length >= READ_PAGE) continue;
         if (status?.closed === true && (after ?? 0) >= status.lastSeq) return;
         if (signal?.aborted) return;
-        let timeoutMs = IDLE_REREAD_MS;
+        let timeoutMs = idleRereadMs;
         let deadline = false;
         if (empty) {
           deadlineAt ??= Date.now() + deadlineMs;

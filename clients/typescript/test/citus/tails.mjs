@@ -73,7 +73,12 @@ async function waitFor(what, check) {
 
 /** One reader of runId: from '-1' until the log is closed (or the deadline aborts it). */
 function tail(runId) {
-  const log = createStreamDurability(readerPool, { runId, offset: '-1' }, { firstChunkDeadlineMs: DEADLINE_MS });
+  // (no idle re-read before the deadline: only a wake can bring an entry)
+  const log = createStreamDurability(
+    readerPool,
+    { runId, offset: '-1' },
+    { firstChunkDeadlineMs: DEADLINE_MS, idleRereadMs: DEADLINE_MS },
+  );
   const reader = { runId, entries: [], end: 'running' };
   let gotFirst;
   reader.first = new Promise((resolve) => {
