@@ -33,7 +33,7 @@ DECLARE
         'DO $do$ BEGIN IF (SELECT atttypid FROM pg_catalog.pg_attribute'
         ' WHERE attrelid OPERATOR(pg_catalog.=) ''sandbox_store.instances''::pg_catalog.regclass'
         ' AND attname OPERATOR(pg_catalog.=) ''key'') OPERATOR(pg_catalog.<>) ''pg_catalog.text''::pg_catalog.regtype'
-        ' THEN ' OPERATOR(pg_catalog.||) key_to_text OPERATOR(pg_catalog.||) '; END IF; END $do$';
+        ' THEN ' || key_to_text || '; END IF; END $do$';
 BEGIN
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'citus') THEN
         RAISE EXCEPTION USING
@@ -72,7 +72,7 @@ BEGIN
             RAISE EXCEPTION USING
                 ERRCODE = 'object_not_in_prerequisite_state',
                 MESSAGE = 'a worker holds runs of its own in the run tables of sandbox_store',
-                DETAIL = 'Runs and run logs written through a worker before the run tables were distributed stay in that worker''s own tables, which distributing them would hide: ' OPERATOR(pg_catalog.||) failed OPERATOR(pg_catalog.||) '.  Nothing was changed.',
+                DETAIL = 'Runs and run logs written through a worker before the run tables were distributed stay in that worker''s own tables, which distributing them would hide: ' || failed || '.  Nothing was changed.',
                 HINT = 'Copy those rows into the same tables on the coordinator and delete them on the worker (docs/operations.md, section 9), then call it again.';
         END IF;
     END IF;
