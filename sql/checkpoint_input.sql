@@ -4,7 +4,7 @@
 -- anything changes: a createdAt written with a fraction (SBC08, even when
 -- the fraction is zero), an artifact blob key too long to index (SBC08), a
 -- lease_ms that takes the expiry past the latest timestamp and an infinite
--- at (22023).  Each refusal leaves the leases, checkpoints and blob
+-- at (22023).  Each refusal leaves the writers, checkpoints and blob
 -- references as they were.
 SET client_min_messages = warning;
 CREATE FUNCTION pg_temp.cp(id text, parent text, created jsonb DEFAULT '1000', artifacts jsonb DEFAULT '[]')
@@ -24,9 +24,9 @@ CREATE FUNCTION pg_temp.key(n int) RETURNS text LANGUAGE sql AS $$
 $$;
 -- pg_temp.state(): everything the refused calls could have changed.
 CREATE FUNCTION pg_temp.state() RETURNS text LANGUAGE sql AS $$
-  SELECT format('leases %s; checkpoints %s; blobs %s',
-                (SELECT string_agg(pg_catalog.right(key, 2) || ' ' || fence || ' ' || COALESCE(lease_expires_at::text, 'released'), ', ' ORDER BY key)
-                   FROM sandbox_store.leases),
+  SELECT format('writers %s; checkpoints %s; blobs %s',
+                (SELECT string_agg(thread_id || ' ' || fence || ' ' || COALESCE(lease_expires_at::text, 'released'), ', ' ORDER BY thread_id)
+                   FROM sandbox_store.checkpoint_writers),
                 (SELECT string_agg(c ->> 'id', ' ') FROM sandbox_store.checkpoint_list('t1') c),
                 (SELECT string_agg(left(key, 20) || '… (' || octet_length(key) || ' bytes)=' || refs, ' ') FROM sandbox_store.checkpoint_blob_references()))
 $$;

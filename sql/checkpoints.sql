@@ -40,7 +40,13 @@ INSERT INTO w SELECT 't1', fence, owner_token
   FROM sandbox_store.checkpoint_acquire_writer('t1', 60000, at => :t0);
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_acquire_writer('t1', 60000, at => '2026-01-01 00:00:59+00')$$);
 SELECT (SELECT fence FROM w) > 0 AS has_fence,
-       (SELECT owner_token FROM sandbox_store.leases WHERE key = E'\x01checkpoint-writer\x01t1') = (SELECT token FROM w) AS is_a_claim;
+       (SELECT owner_token FROM sandbox_store.checkpoint_writers WHERE thread_id = 't1') = (SELECT token FROM w) AS is_the_writer,
+       NOT EXISTS (SELECT FROM sandbox_store.leases) AS no_lease;
+-- A writer live by the server's clock shows in the claims view, under its
+-- thread's reserved key.
+CREATE TEMP TABLE lw AS SELECT * FROM sandbox_store.checkpoint_acquire_writer('live', 60000);
+SELECT c.fence = lw.fence AND c.owner_token = lw.owner_token AND c.lease_expires_at = lw.expires_at AS in_claims
+  FROM lw LEFT JOIN sandbox_store.claims c ON c.key = E'\x01checkpoint-writer\x01live';
 -- renew by the current writer; by anyone else: SB001, nothing changed.
 SELECT sandbox_store.checkpoint_renew_writer('t1', token, fence, 60000, at => '2026-01-01 00:00:30+00')
        = '2026-01-01 00:01:30+00' AS renewed FROM w;
@@ -124,6 +130,12 @@ SELECT sandbox_store.checkpoint_delete_head('t1', 'c1', 't1', token, fence, at =
 SELECT * FROM state;
 SELECT * FROM sandbox_store.checkpoint_blob_references();
 
+-- An id is unique over all threads: one stored in another thread is
+-- refused (SBC03); a deleted one is free again, in any thread.
+SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_append(pg_temp.cp('b', 't1', NULL, 3000), NULL, 't1', token, fence, at => '2026-01-01 00:00:45+00') FROM w WHERE thread = 't1'$$) AS id_of_another_thread;
+SELECT sandbox_store.checkpoint_append(pg_temp.cp('c2', 'order', 'ab', 8), 'ab', 'order', token, fence, at => '2026-01-01 00:00:45+00') AS reused FROM w WHERE thread = 'order';
+SELECT sandbox_store.checkpoint_get('c2') ->> 'threadId' AS reused_in;
+
 -- Expiry and takeover: after 00:01:30 the lease is over.  The old writer's
 -- append is refused (SB001); a new writer takes over with a higher fence;
 -- the old writer's release does not end it.
@@ -162,7 +174,8 @@ SELECT sandbox_store.checkpoint_head('f1') AS head_unchanged;
 -- thread than the destination.
 INSERT INTO w SELECT 'f3', fence, owner_token FROM sandbox_store.checkpoint_acquire_writer('f3', 60000, at => :t0);
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_fork('order', 'c9', 'f3', 'f3-root', 9600, 'f3', token, fence, at => '2026-01-01 00:00:00+00') FROM w WHERE thread = 'f3'$$) AS other_thread,
-       pg_temp.err($$SELECT sandbox_store.checkpoint_fork('f1', 'f1-root', 'f1', 'f1-x', 9600, 'f1', token, fence, at => '2026-01-01 00:00:00+00') FROM w WHERE thread = 'f1'$$) AS same_thread;
+       pg_temp.err($$SELECT sandbox_store.checkpoint_fork('f1', 'f1-root', 'f1', 'f1-x', 9600, 'f1', token, fence, at => '2026-01-01 00:00:00+00') FROM w WHERE thread = 'f1'$$) AS same_thread,
+       pg_temp.err($$SELECT sandbox_store.checkpoint_fork('t1', 'c9', 'f3', 'c2', 9600, 'f3', token, fence, at => '2026-01-01 00:00:00+00') FROM w WHERE thread = 'f3'$$) AS id_of_another_thread;
 -- More entries upstream refuses: file fields on a directory, a drive prefix.
 SELECT pg_temp.why(format($$SELECT sandbox_store.checkpoint_append(%L, 'f1-root', 'f1', %L, %s)$$, c, token, fence)) AS refused
   FROM w, (VALUES
@@ -176,4 +189,12 @@ SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_acquire_writer(repeat('x', 
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_acquire_writer('t9', 0)$$);
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_list(NULL)$$);
 SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_append('[1]', NULL, 't1', gen_random_uuid(), 1)$$);
+
+-- checkpoint_ids holds exactly the stored checkpoints' ids and threads, and
+-- the writers are rows of checkpoint_writers, none a claim in leases.
+SELECT (SELECT array_agg(ROW(i.id, i.thread_id) ORDER BY i.id COLLATE "C") FROM sandbox_store.checkpoint_ids i)
+     = (SELECT array_agg(ROW(c.id, c.thread_id) ORDER BY c.id COLLATE "C") FROM sandbox_store.checkpoints c) AS ids_match,
+       (SELECT count(*) FROM sandbox_store.checkpoint_ids) AS ids,
+       (SELECT string_agg(thread_id, ' ' ORDER BY thread_id) FROM sandbox_store.checkpoint_writers) AS writers,
+       NOT EXISTS (SELECT FROM sandbox_store.leases) AS no_lease;
 RESET client_min_messages;

@@ -1,6 +1,6 @@
 --
 -- upgrade: a live 1.0 database with records and the README's grants, taken
--- to the default version (1.0 -> 1.1 -> ... -> 1.7.1 -> 1.7.2 -> 1.8.0) by ALTER
+-- to the default version (1.0 -> 1.1 -> ... -> 1.7.2 -> 1.8.0 -> 1.9.0) by ALTER
 -- EXTENSION ... UPDATE (with the new library installed all along), compared
 -- with a fresh CREATE EXTENSION (the default version's single install script).  Then a 1.1
 -- database with a live claim, taken to 1.2; statements prepared at 1.2 that
@@ -773,5 +773,79 @@ RESET ROLE;
 DROP TABLE up_180_before;
 DROP OWNED BY regress_sb_up_180;
 DROP ROLE regress_sb_up_180;
+
+--
+-- 1.8.0 -> 1.9.0 (the checkpoint store as Citus can distribute it).  An app
+-- role granted every function at 1.8.0 keeps every grant and comment, with
+-- the same OIDs, but for the new comments of checkpoint_acquire_writer and
+-- distribute().  The writers, claims in leases at 1.8.0, move to
+-- checkpoint_writers with their fences: a writer live across the update
+-- appends on with its token and fence, a released thread's next writer gets
+-- a higher fence; every stored id is in checkpoint_ids, and an id stays
+-- unique over all threads.
+--
+DROP EXTENSION sandbox_store;
+CREATE EXTENSION sandbox_store VERSION '1.8.0';
+CREATE ROLE regress_sb_up_190;
+GRANT USAGE ON SCHEMA sandbox_store TO regress_sb_up_190;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA sandbox_store TO regress_sb_up_190;
+CREATE FUNCTION pg_temp.up_cp190(id text, thread text, parent text) RETURNS jsonb LANGUAGE sql AS $$
+  SELECT jsonb_build_object('id', id, 'threadId', thread, 'parentCheckpointId', parent, 'createdAt', 1,
+    'reason', 'automatic', 'conversation', '[]'::jsonb, 'files', '[]'::jsonb, 'artifacts', '[]'::jsonb)
+$$;
+CREATE TEMP TABLE up_190_w AS
+SELECT 'up-t1'::text AS thread, * FROM sandbox_store.checkpoint_acquire_writer('up-t1', 60000, at => '2026-01-01 00:00:00+00')
+UNION ALL
+SELECT 'up-t2', * FROM sandbox_store.checkpoint_acquire_writer('up-t2', 60000, at => '2026-01-01 00:00:00+00');
+SELECT sandbox_store.checkpoint_append(pg_temp.up_cp190('up-c1', 'up-t1', NULL), NULL, thread, owner_token, fence, at => '2026-01-01 00:00:01+00')
+  FROM up_190_w WHERE thread = 'up-t1';
+SELECT sandbox_store.checkpoint_append(pg_temp.up_cp190('up-c2', 'up-t1', 'up-c1'), 'up-c1', thread, owner_token, fence, at => '2026-01-01 00:00:01+00')
+  FROM up_190_w WHERE thread = 'up-t1';
+SELECT sandbox_store.checkpoint_append(pg_temp.up_cp190('up-c3', 'up-t2', NULL), NULL, thread, owner_token, fence, at => '2026-01-01 00:00:01+00')
+  FROM up_190_w WHERE thread = 'up-t2';
+SELECT sandbox_store.checkpoint_release_writer(thread, owner_token, fence) AS released FROM up_190_w WHERE thread = 'up-t2';
+SELECT count(*) AS writer_claims FROM sandbox_store.leases WHERE starts_with(key, E'\x01checkpoint-writer\x01');
+CREATE TEMP TABLE up_190_before AS
+SELECT p.oid, p.oid::regprocedure::text AS function,
+       has_function_privilege('regress_sb_up_190', p.oid, 'EXECUTE') AS app_may,
+       obj_description(p.oid, 'pg_proc') AS comment
+  FROM pg_proc p WHERE p.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace);
+ALTER EXTENSION sandbox_store UPDATE TO '1.9.0';
+SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
+SELECT count(*) AS functions,
+       count(*) FILTER (WHERE b.oid = p.oid AND b.app_may = has_function_privilege('regress_sb_up_190', p.oid, 'EXECUTE')
+                          AND b.comment IS NOT DISTINCT FROM obj_description(p.oid, 'pg_proc')) AS kept,
+       string_agg(b.function, ', ') FILTER (WHERE p.oid IS NULL) AS gone,
+       string_agg(b.function, ', ' ORDER BY b.function) FILTER (WHERE b.comment IS DISTINCT FROM obj_description(p.oid, 'pg_proc')
+                                              AND p.oid IS NOT NULL) AS new_comment,
+       (SELECT count(*) FROM pg_proc q
+         WHERE q.pronamespace IN ('sandbox_store'::regnamespace, 'sandbox_store_internal'::regnamespace)) AS now
+  FROM up_190_before b LEFT JOIN pg_proc p ON p.oid::regprocedure::text = b.function;
+-- the writers, moved with their fences; no claim of a writer left in leases
+SELECT w.thread, c.fence = w.fence AS same_fence, c.owner_token IS NOT DISTINCT FROM (CASE WHEN w.thread = 'up-t1' THEN w.owner_token END) AS token,
+       c.lease_expires_at
+  FROM up_190_w w JOIN sandbox_store.checkpoint_writers c ON c.thread_id = w.thread ORDER BY 1;
+SELECT count(*) AS writer_claims FROM sandbox_store.leases WHERE starts_with(key, E'\x01checkpoint-writer\x01');
+SELECT (SELECT array_agg(ROW(i.id, i.thread_id) ORDER BY i.id) FROM sandbox_store.checkpoint_ids i)::text AS ids,
+       (SELECT array_agg(ROW(i.id, i.thread_id) ORDER BY i.id) FROM sandbox_store.checkpoint_ids i)
+     = (SELECT array_agg(ROW(c.id, c.thread_id) ORDER BY c.id) FROM sandbox_store.checkpoints c) AS ids_match;
+SELECT pg_get_constraintdef(oid) AS checkpoints_pkey FROM pg_constraint
+ WHERE conrelid = 'sandbox_store.checkpoints'::regclass AND conname = 'checkpoints_pkey';
+GRANT SELECT ON up_190_w TO regress_sb_up_190;
+SET ROLE regress_sb_up_190;
+SELECT sandbox_store.checkpoint_append(pg_temp.up_cp190('up-c4', 'up-t1', 'up-c2'), 'up-c2', thread, owner_token, fence, at => '2026-01-01 00:00:02+00') AS at_1_9_0
+  FROM up_190_w WHERE thread = 'up-t1';
+SELECT string_agg(c ->> 'id', ' ') AS listed FROM sandbox_store.checkpoint_list('up-t1') c;
+SELECT sandbox_store.checkpoint_get('up-c3') ->> 'threadId' AS got;
+SELECT pg_temp.err($$SELECT sandbox_store.checkpoint_acquire_writer('up-t1', 60000, at => '2026-01-01 00:00:03+00')$$) AS live_writer;
+SELECT n.fence > w.fence AS higher_fence, n.owner_token, n.fence
+  FROM up_190_w w, sandbox_store.checkpoint_acquire_writer('up-t2', 60000, at => '2026-01-01 00:00:03+00') n WHERE w.thread = 'up-t2' \gset up190_
+SELECT :'up190_higher_fence' AS higher_fence;
+SELECT pg_temp.err(format($$SELECT sandbox_store.checkpoint_append(pg_temp.up_cp190('up-c1', 'up-t2', 'up-c3'), 'up-c3', 'up-t2', %L, %s, at => '2026-01-01 00:00:04+00')$$,
+                          :'up190_owner_token', :'up190_fence')) AS id_of_another_thread;
+RESET ROLE;
+DROP TABLE up_190_before, up_190_w;
+DROP OWNED BY regress_sb_up_190;
+DROP ROLE regress_sb_up_190;
 DROP EXTENSION sandbox_store;
 CREATE EXTENSION sandbox_store;

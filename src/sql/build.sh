@@ -162,12 +162,12 @@ body() {
 	case $1 in
 	c) class=$c_class files="shared/schema shared/internal-schema shared/key-locks shared/edition
 		c-edition/functions c-edition/internal
-		shared/helpers shared/checkpoint-tables shared/checkpoints shared/run-tables shared/runs
+		shared/helpers shared/checkpoint-tables shared/checkpoint-ids-writers shared/claims-view shared/checkpoints shared/run-tables shared/runs
 		shared/comments shared/distribute shared/guard-changes c-edition/guard c-edition/event-trigger
 		shared/grants" ;;
 	*) class=1 files="shared/schema shared/internal-schema shared/key-locks shared/edition
 		sql-edition/functions sql-edition/checkpoint_check._checkpoint_check
-		shared/helpers shared/checkpoint-tables shared/checkpoints shared/run-tables shared/runs
+		shared/helpers shared/checkpoint-tables shared/checkpoint-ids-writers shared/claims-view shared/checkpoints shared/run-tables shared/runs
 		sql-edition/run_log.run_log_append sql-edition/run_log.run_log_append-3
 		shared/comments shared/distribute shared/guard-changes
 		shared/grants" ;;

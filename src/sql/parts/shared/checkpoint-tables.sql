@@ -10,10 +10,11 @@
 -- once: checkpoint_blob_references() counts them when it is called, so an
 -- append or a delete writes no row per blob.
 --
--- A thread's writer holds a claim, in sandbox_store.leases, on the reserved
--- key E'\x01checkpoint-writer\x01' || thread_id, with a fence from fence_seq
+-- A thread's writer is its row of sandbox_store.checkpoint_writers (1.9.0;
+-- before, a claim in sandbox_store.leases on the reserved key
+-- E'\x01checkpoint-writer\x01' || thread_id), with a fence from fence_seq
 -- like every claim.  Every write (append, delete_head, fork) is one call:
--- it locks the writer's lease row, checks owner token, fence and expiry,
+-- it locks the writer's row, checks owner token, fence and expiry,
 -- then the head, and writes, in one transaction, so two writers, or a stale
 -- writer after a takeover, never both succeed.  The clock is the database
 -- server's (clock_timestamp()), or, for tests, the time the caller passes
@@ -30,7 +31,10 @@ CREATE TABLE sandbox_store.checkpoints (
     created_at pg_catalog.int8 NOT NULL,
     checkpoint pg_catalog.jsonb NOT NULL,
     blob_keys  pg_catalog.text[] NOT NULL,
-    CONSTRAINT checkpoints_pkey PRIMARY KEY (id),
+    -- (by thread, then id: on Citus the table is distributed by thread_id,
+    -- and a primary key must hold it; an id is unique over all threads
+    -- through checkpoint_ids)
+    CONSTRAINT checkpoints_pkey PRIMARY KEY (thread_id, id),
     CONSTRAINT checkpoints_id_length CHECK (pg_catalog.octet_length(id) BETWEEN 1 AND 1024),
     CONSTRAINT checkpoints_thread_id_length CHECK (pg_catalog.octet_length(thread_id) BETWEEN 1 AND 1000)
 );

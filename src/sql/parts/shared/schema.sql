@@ -116,13 +116,8 @@ SELECT pg_catalog.pg_extension_config_dump('sandbox_store.leases', '');
 COMMENT ON TABLE sandbox_store.leases IS
 'Claims on keys (lease mode) and each key''s newest fence. Written only through the sandbox_store functions.';
 
-CREATE VIEW sandbox_store.claims AS
-SELECT key, fence, owner_token, lease_expires_at
-  FROM sandbox_store.leases
- WHERE owner_token IS NOT NULL
-   AND lease_expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp();
-COMMENT ON VIEW sandbox_store.claims IS
-'Live claims: keys held in lease mode, with their fence, owner token and expiry.';
+-- (The view sandbox_store.claims is made with the checkpoint writers:
+-- shared/claims-view.)
 
 -- The row sandbox_ensure returns.
 CREATE TYPE sandbox_store.ensure_result AS (

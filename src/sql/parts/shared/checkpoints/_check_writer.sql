@@ -1,4 +1,4 @@
--- The writer check of every write: writer_thread_id's lease row, locked,
+-- The writer check of every write: writer_thread_id's writer row, locked,
 -- must hold owner_token and fence, unexpired at now, and be the writer of
 -- thread_id.  SB001 otherwise.
 CREATE FUNCTION sandbox_store_internal._check_writer(thread_id pg_catalog.text, writer_thread_id pg_catalog.text,
@@ -16,8 +16,8 @@ BEGIN
             format('The writer given holds thread %s, not this one.  Nothing was changed.', to_jsonb(writer_thread_id)));
     END IF;
     SELECT s.owner_token, s.fence, s.lease_expires_at INTO l
-      FROM ONLY sandbox_store.leases s
-     WHERE s.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key(thread_id)
+      FROM ONLY sandbox_store.checkpoint_writers s
+     WHERE s.thread_id OPERATOR(pg_catalog.=) _check_writer.thread_id
        FOR UPDATE;
     IF l.owner_token IS NULL OR l.owner_token IS DISTINCT FROM _check_writer.owner_token
        OR l.fence IS DISTINCT FROM _check_writer.fence OR l.lease_expires_at <= now THEN

@@ -25,7 +25,12 @@ BEGIN
     END IF;
     v_keys := sandbox_store_internal._checkpoint_check(checkpoint_append.checkpoint);
     PERFORM sandbox_store_internal._check_writer(v_thread, writer_thread_id, checkpoint_append.owner_token, checkpoint_append.fence, COALESCE(checkpoint_append.at, clock_timestamp()));
-    IF EXISTS (SELECT FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) v_id) THEN
+    -- The id, unique over all threads: its row in checkpoint_ids, taken here
+    -- (and undone with the call if a check below fails).  A concurrent write
+    -- of the same id is waited for.
+    INSERT INTO sandbox_store.checkpoint_ids (id, thread_id) VALUES (v_id, v_thread)
+    ON CONFLICT ON CONSTRAINT checkpoint_ids_pkey DO NOTHING;
+    IF NOT FOUND THEN
         PERFORM sandbox_store_internal._raise('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
             'Checkpoints are immutable: an id is appended once.');
     END IF;
@@ -39,13 +44,8 @@ BEGIN
         PERFORM sandbox_store_internal._raise('SBC02', format('the parent of checkpoint %s is not the head', to_jsonb(v_id)),
             format('Its parent is %s; the head is %s.', COALESCE(to_jsonb(v_parent), 'null'), COALESCE(to_jsonb(expected_head_id), 'null')));
     END IF;
-    BEGIN
-        INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
-        VALUES (v_id, v_thread, v_parent, (checkpoint_append.checkpoint ->> 'createdAt')::pg_catalog.int8, checkpoint_append.checkpoint, v_keys);
-    EXCEPTION WHEN unique_violation THEN
-        PERFORM sandbox_store_internal._raise('SBC03', format('checkpoint %s already exists', to_jsonb(v_id)),
-            'Checkpoints are immutable: an id is appended once.');
-    END;
+    INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
+    VALUES (v_id, v_thread, v_parent, (checkpoint_append.checkpoint ->> 'createdAt')::pg_catalog.int8, checkpoint_append.checkpoint, v_keys);
     INSERT INTO sandbox_store.checkpoint_heads AS h (thread_id, head_id) VALUES (v_thread, v_id)
     ON CONFLICT ON CONSTRAINT checkpoint_heads_pkey DO UPDATE SET head_id = EXCLUDED.head_id;
     RETURN v_id;

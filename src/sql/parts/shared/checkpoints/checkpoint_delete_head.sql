@@ -29,8 +29,11 @@ BEGIN
         PERFORM sandbox_store_internal._raise('SBC04', format('checkpoint %s is not the head of thread %s', to_jsonb(checkpoint_id), to_jsonb(checkpoint_delete_head.thread_id)),
             format('The head is %s.', COALESCE(to_jsonb(head), 'null')));
     END IF;
-    DELETE FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) checkpoint_id
+    DELETE FROM ONLY sandbox_store.checkpoints c
+     WHERE c.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id AND c.id OPERATOR(pg_catalog.=) checkpoint_id
     RETURNING c.parent_id INTO gone;
+    -- (its id is free again: a deleted checkpoint may be appended again)
+    DELETE FROM ONLY sandbox_store.checkpoint_ids i WHERE i.id OPERATOR(pg_catalog.=) checkpoint_id;
     IF gone.parent_id IS NULL THEN
         DELETE FROM ONLY sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id;
     ELSE

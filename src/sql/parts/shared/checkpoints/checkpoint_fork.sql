@@ -19,6 +19,8 @@ DECLARE
     v_source pg_catalog.jsonb;
     v_keys pg_catalog.text[];
     v_copy pg_catalog.jsonb;
+    v_source_thread pg_catalog.text;
+    v_size pg_catalog.int4;
 BEGIN
     IF checkpoint_fork.at IS NOT NULL AND NOT isfinite(checkpoint_fork.at) THEN
         RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
@@ -36,11 +38,21 @@ BEGIN
         PERFORM sandbox_store_internal._raise('SBC11', format('a fork of thread %s cannot go to the same thread', to_jsonb(source_thread_id)),
             'A fork makes the first checkpoint of another thread.');
     END IF;
-    -- (its stored size, read before the checkpoint itself)
-    PERFORM sandbox_store_internal._checkpoint_size(pg_column_size(c.checkpoint), 'The source checkpoint')
-       FROM ONLY sandbox_store.checkpoints c WHERE c.id OPERATOR(pg_catalog.=) source_checkpoint_id;
-    SELECT c.checkpoint, c.blob_keys INTO v_source, v_keys FROM ONLY sandbox_store.checkpoints c
-     WHERE c.id OPERATOR(pg_catalog.=) source_checkpoint_id;
+    -- The source's thread, from its id; then its stored size, read and
+    -- checked before the checkpoint itself (the check here, not in the
+    -- query: on Citus the query runs on the thread's node, under that
+    -- session's settings).
+    SELECT i.thread_id INTO v_source_thread FROM ONLY sandbox_store.checkpoint_ids i
+     WHERE i.id OPERATOR(pg_catalog.=) source_checkpoint_id;
+    IF FOUND THEN
+        SELECT pg_column_size(c.checkpoint) INTO v_size FROM ONLY sandbox_store.checkpoints c
+         WHERE c.thread_id OPERATOR(pg_catalog.=) v_source_thread AND c.id OPERATOR(pg_catalog.=) source_checkpoint_id;
+        IF v_size IS NOT NULL THEN
+            PERFORM sandbox_store_internal._checkpoint_size(v_size, 'The source checkpoint');
+        END IF;
+        SELECT c.checkpoint, c.blob_keys INTO v_source, v_keys FROM ONLY sandbox_store.checkpoints c
+         WHERE c.thread_id OPERATOR(pg_catalog.=) v_source_thread AND c.id OPERATOR(pg_catalog.=) source_checkpoint_id;
+    END IF;
     IF v_source IS NULL THEN
         PERFORM sandbox_store_internal._raise('SBC09', format('checkpoint %s does not exist', to_jsonb(source_checkpoint_id)),
             'A fork copies a stored checkpoint.');
@@ -60,14 +72,15 @@ BEGIN
                                  'createdAt', checkpoint_fork.created_at, 'reason', 'fork-root',
                                  'files', v_source -> 'files', 'conversation', v_source -> 'conversation',
                                  'artifacts', v_source -> 'artifacts');
-    BEGIN
-        -- (the same files and artifacts: the same blob keys)
-        INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
-        VALUES (destination_checkpoint_id, destination_thread_id, NULL, checkpoint_fork.created_at, v_copy, v_keys);
-    EXCEPTION WHEN unique_violation THEN
+    INSERT INTO sandbox_store.checkpoint_ids (id, thread_id) VALUES (destination_checkpoint_id, destination_thread_id)
+    ON CONFLICT ON CONSTRAINT checkpoint_ids_pkey DO NOTHING;
+    IF NOT FOUND THEN
         PERFORM sandbox_store_internal._raise('SBC03', format('checkpoint %s already exists', to_jsonb(destination_checkpoint_id)),
             'Checkpoints are immutable: an id is appended once.');
-    END;
+    END IF;
+    -- (the same files and artifacts: the same blob keys)
+    INSERT INTO sandbox_store.checkpoints (id, thread_id, parent_id, created_at, checkpoint, blob_keys)
+    VALUES (destination_checkpoint_id, destination_thread_id, NULL, checkpoint_fork.created_at, v_copy, v_keys);
     INSERT INTO sandbox_store.checkpoint_heads (thread_id, head_id) VALUES (destination_thread_id, destination_checkpoint_id);
     RETURN v_copy;
 END

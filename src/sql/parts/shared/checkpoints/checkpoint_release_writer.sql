@@ -11,9 +11,9 @@ SET enable_indexscan = on
 AS $$
 BEGIN
     PERFORM sandbox_store_internal._check_id('SBC07', checkpoint_release_writer.thread_id, 'thread id', 1000);
-    UPDATE ONLY sandbox_store.leases l SET owner_token = NULL, lease_expires_at = NULL
-     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key(checkpoint_release_writer.thread_id)
-       AND l.owner_token OPERATOR(pg_catalog.=) checkpoint_release_writer.owner_token AND l.fence OPERATOR(pg_catalog.=) checkpoint_release_writer.fence;
+    UPDATE ONLY sandbox_store.checkpoint_writers w SET owner_token = NULL, lease_expires_at = NULL
+     WHERE w.thread_id OPERATOR(pg_catalog.=) checkpoint_release_writer.thread_id
+       AND w.owner_token OPERATOR(pg_catalog.=) checkpoint_release_writer.owner_token AND w.fence OPERATOR(pg_catalog.=) checkpoint_release_writer.fence;
     RETURN FOUND;
 END
 $$;

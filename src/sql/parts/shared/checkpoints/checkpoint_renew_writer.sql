@@ -30,9 +30,9 @@ BEGIN
             DETAIL = 'now + lease_ms would be past the latest timestamp PostgreSQL has.';
     END IF;
     PERFORM sandbox_store_internal._check_writer(checkpoint_renew_writer.thread_id, checkpoint_renew_writer.thread_id, checkpoint_renew_writer.owner_token, checkpoint_renew_writer.fence, now);
-    UPDATE ONLY sandbox_store.leases l SET lease_expires_at = now + make_interval(secs => lease_ms / 1000.0)
-     WHERE l.key OPERATOR(pg_catalog.=) sandbox_store_internal._writer_key(checkpoint_renew_writer.thread_id)
-    RETURNING l.lease_expires_at INTO expires;
+    expires := now + make_interval(secs => lease_ms / 1000.0);
+    UPDATE ONLY sandbox_store.checkpoint_writers w SET lease_expires_at = expires
+     WHERE w.thread_id OPERATOR(pg_catalog.=) checkpoint_renew_writer.thread_id;
     RETURN expires;
 END
 $$;
