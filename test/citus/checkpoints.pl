@@ -191,7 +191,7 @@ is( join(' ',
 	my $victim = shard_node($coord, 'sandbox_store.checkpoint_heads', $thread, @nodes);
 	my $head = $coord->safe_psql('postgres', "SELECT sandbox_store.checkpoint_head('$thread')");
 	my $last = $coord->safe_psql(
-		'postgres', "SELECT fence FROM sandbox_store.claims WHERE key = E'\\x01checkpoint-writer\\x01' || " . lit($thread));
+		'postgres', "SELECT fence FROM sandbox_store.checkpoint_writers WHERE thread_id = " . lit($thread));
 	kill9($victim);
 	start_after_kill9($victim);
 	is($coord->safe_psql('postgres', "SELECT sandbox_store.checkpoint_head('$thread')"),
