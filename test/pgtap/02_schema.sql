@@ -6,7 +6,7 @@
 BEGIN;
 DO $i$ BEGIN IF to_regnamespace('sandbox_store_harness') IS NULL THEN CREATE EXTENSION IF NOT EXISTS sandbox_store; ELSE PERFORM sandbox_store_harness.install(); END IF; END $i$;
 
-SELECT plan(117);
+SELECT plan(123);
 
 -- Which edition is installed: c, pg_tle or plain (the SQL edition's plain
 -- script makes no extension, so what concerns pg_extension is skipped for
@@ -67,7 +67,7 @@ SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
 
 -- Lease mode (1.1): the leases table, the fence sequence, the claims view ---
 
-SELECT is((SELECT version FROM edition), '1.8.0', 'the installed version is 1.8.0');
+SELECT is((SELECT version FROM edition), '1.9.0', 'the installed version is 1.9.0');
 
 SELECT has_table('sandbox_store', 'leases', 'table sandbox_store.leases exists');
 SELECT col_is_pk('sandbox_store', 'leases', 'key', 'the primary key of sandbox_store.leases is (key)');
@@ -298,6 +298,26 @@ SELECT is_empty(
           AND p.provolatile <> 'v' $$,
     'the functions that write, claim or look at locks are VOLATILE'
 );
+
+-- The checkpoint store (1.4; ids and writers 1.9.0) -----------------------
+
+SELECT col_is_pk('sandbox_store', 'checkpoints', ARRAY['thread_id', 'id'],
+    'the primary key of sandbox_store.checkpoints is (thread_id, id): on Citus it is distributed by thread');
+SELECT columns_are('sandbox_store', 'checkpoint_ids', ARRAY['id', 'thread_id'],
+    'checkpoint_ids has the columns id, thread_id');
+SELECT col_is_pk('sandbox_store', 'checkpoint_ids', 'id',
+    'the primary key of sandbox_store.checkpoint_ids is (id): an id is unique over all threads');
+SELECT columns_are('sandbox_store', 'checkpoint_writers', ARRAY['thread_id', 'fence', 'owner_token', 'lease_expires_at'],
+    'checkpoint_writers has the columns thread_id, fence, owner_token, lease_expires_at');
+SELECT col_is_pk('sandbox_store', 'checkpoint_writers', 'thread_id',
+    'the primary key of sandbox_store.checkpoint_writers is (thread_id)');
+SELECT CASE WHEN (SELECT edition FROM edition) = 'plain'
+            THEN skip('the plain script makes no extension', 1)
+            ELSE ok(
+    (SELECT ARRAY['sandbox_store.checkpoints', 'sandbox_store.checkpoint_heads', 'sandbox_store.checkpoint_ids',
+                  'sandbox_store.checkpoint_writers']::regclass[]::oid[]
+            <@ extconfig FROM pg_catalog.pg_extension WHERE extname = 'sandbox_store'),
+    'checkpoints, checkpoint_heads, checkpoint_ids and checkpoint_writers are registered with pg_extension_config_dump') END;
 
 -- Runs and run logs (1.5) --------------------------------------------------
 
