@@ -6,15 +6,17 @@
 # suite; Citus 14.0.1 on PostgreSQL 18.6, run by the matrix's 18 step),
 # connected over TCP on 127.0.0.1.  sandbox_store 1.5.1 is created on the
 # coordinator (citus installs it on the workers) and distributed with its
-# sandbox_store.distribute(), which leaves the run tables local; runs are
-# written; then the update to the current version and distribute() again.
-# Then:
+# sandbox_store.distribute(), which leaves the run and checkpoint tables
+# local; runs and checkpoints are written; then the update to the current
+# version and distribute() again.  Then:
 #
 #   - the update and distribute() keep every run and log entry and the
-#     runs' fences, and distribute() distributes the run tables then (by run
-#     id), is idempotent, colocates every table, delegates the single-key
-#     and the single-run functions, and leaves instances.key text on every
-#     node;
+#     runs' fences, and every checkpoint, its writer (moved out of leases)
+#     and the writers' fences; distribute() distributes the run tables then
+#     (by run id) and the checkpoint store (by thread, its ids by id), is
+#     idempotent, colocates every table, delegates the single-key, the
+#     single-run and the single-thread functions, and leaves instances.key
+#     text on every node;
 #   - the store contract through the coordinator and through each worker:
 #     upsert, get, list, ensure (create, resume, recreate), lock and lease
 #     mode, fenced writes, claim/renew/release, the two-commit lease create
@@ -36,10 +38,10 @@
 #     transaction holds);
 #   - a run's epochs and log across a shard move (the new node's sequence
 #     set back) and a worker's crash and restart;
-#   - the checkpoint writer refused (what distribute() leaves out);
 #   - failover of a worker to its streaming standby (citus_update_node): the
 #     claim, the record and fences carry over, the old holder is refused;
-#   - the way back to plain tables on the coordinator, runs included
+#   - the way back to plain tables on the coordinator, runs and checkpoints
+#     included
 #     (undistribute_table refuses an extension's tables).
 
 use strict;
@@ -68,6 +70,30 @@ is(sqlstate_of($coord, 'SET ROLE sb_app; SELECT sandbox_store.distribute()'),
 	'42501', 'distribute() refuses a role that is not a superuser (42501)');
 is($coord->safe_psql('postgres', "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'"),
 	'0', 'and distributes nothing');
+
+# A checkpoint as SQL: id, thread, parent (undef: a root).
+sub cp
+{
+	my ($id, $thread, $parent) = @_;
+	return "jsonb_build_object('id', " . lit($id) . ", 'threadId', " . lit($thread)
+	  . ", 'parentCheckpointId', " . (defined $parent ? lit($parent) : 'NULL')
+	  . ", 'createdAt', 1, 'reason', 'automatic', 'files', '[]'::jsonb, 'conversation', '[]'::jsonb,"
+	  . " 'artifacts', '[]'::jsonb)";
+}
+# Checkpoints written at 1.5.1 before its distribute(), every clock passed as
+# at: a writer live all along (its claim in leases, which distribute() moves
+# to the shards) with two checkpoints in the coordinator's local tables, and
+# a released writer, whose row keeps its fence.
+my ($cp_fence, $cp_token) = split /\|/, $coord->safe_psql('postgres',
+	"SELECT fence || '|' || owner_token FROM sandbox_store.checkpoint_acquire_writer('old-cp', 600000, at => '2026-01-01 00:00:00+00')");
+$coord->safe_psql('postgres',
+	    'SELECT sandbox_store.checkpoint_append(' . cp('old-c1', 'old-cp') . ", NULL, 'old-cp', '$cp_token', $cp_fence,"
+	  . " at => '2026-01-01 00:00:01+00'); SELECT sandbox_store.checkpoint_append(" . cp('old-c2', 'old-cp', 'old-c1')
+	  . ", 'old-c1', 'old-cp', '$cp_token', $cp_fence, at => '2026-01-01 00:00:01+00')");
+my $released_fence = $coord->safe_psql('postgres', q{
+SELECT sandbox_store.checkpoint_release_writer('old-released', owner_token, fence), fence
+  FROM sandbox_store.checkpoint_acquire_writer('old-released', 600000, at => '2026-01-01 00:00:00+00')});
+($released_fence) = $released_fence =~ /\|(\d+)$/;
 $coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
 my $dist_query = q{
 SELECT string_agg(logicalrelid::text || ' ' || partmethod::text, ', ' ORDER BY logicalrelid::text),
@@ -108,36 +134,72 @@ $coord->safe_psql('postgres', 'ALTER EXTENSION sandbox_store UPDATE');
 is( $coord->safe_psql(
 		'postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store';
 SELECT DISTINCT result FROM run_command_on_workers($$SELECT extversion FROM pg_extension WHERE extname = 'sandbox_store'$$)}),
-	"1.8.0\n1.8.0", 'ALTER EXTENSION UPDATE takes the coordinator and both workers from 1.5.1 to 1.8.0');
+	"1.9.0\n1.9.0", 'ALTER EXTENSION UPDATE takes the coordinator and both workers from 1.5.1 to 1.9.0');
 is($coord->safe_psql('postgres', $dist_query),
 	'sandbox_store.instances h, sandbox_store.leases h|1', 'the update distributes nothing by itself');
+# A checkpoint writer taken through worker1 between the update and
+# distribute(): a row of that worker's own checkpoint_writers.
+$w1->safe_psql('postgres',
+	"SELECT FROM sandbox_store.checkpoint_acquire_writer('via-worker-cp', 600000, at => '2026-01-01 00:00:00+00')");
 
-# distribute() refuses while a worker holds runs of its own (distributing
-# would hide them), and changes nothing; the rows copied to the coordinator
-# and deleted on the worker (docs/operations.md), it goes on.
+# distribute() refuses while a worker holds runs or checkpoint writers of its
+# own (distributing would hide them), and changes nothing; the rows copied to
+# the coordinator and deleted on the worker (docs/operations.md), it goes on.
 is(sqlstate_of($coord, 'SELECT sandbox_store.distribute()'),
-	'55000', 'distribute() refuses while a worker holds runs of its own (55000)');
+	'55000', 'distribute() refuses while a worker holds rows of its own (55000)');
 my (undef, undef, $local_err) = $coord->psql('postgres', 'SELECT sandbox_store.distribute()');
 like(
 	$local_err,
-	qr/ERROR:  a worker holds runs of its own in the run tables of sandbox_store\n.*127\.0\.0\.1:@{[$w1->port]} 4 rows/s,
+	qr/ERROR:  a worker holds rows of its own in the run or checkpoint tables of sandbox_store\n.*127\.0\.0\.1:@{[$w1->port]} 5 rows/s,
 	"the error names the worker and its rows");
 is($coord->safe_psql('postgres', $dist_query),
 	'sandbox_store.instances h, sandbox_store.leases h|1', 'and distributes nothing');
-for my $table (qw(runs run_logs run_log_entries))
+for my $table (qw(runs run_logs run_log_entries checkpoint_writers))
 {
 	my $rows = $w1->safe_psql('postgres', "COPY (SELECT * FROM ONLY sandbox_store.$table) TO STDOUT");
 	$coord->safe_psql('postgres', "COPY sandbox_store.$table FROM STDIN;\n$rows\n\\.\n");
 }
 $w1->safe_psql('postgres',
-	'DELETE FROM sandbox_store.run_log_entries; DELETE FROM sandbox_store.run_logs; DELETE FROM sandbox_store.runs');
+	'DELETE FROM sandbox_store.run_log_entries; DELETE FROM sandbox_store.run_logs; DELETE FROM sandbox_store.runs;'
+	  . ' DELETE FROM sandbox_store.checkpoint_writers');
 my $before = $coord->safe_psql('postgres', $runs_digest);
 $coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
 $coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
-is( $coord->safe_psql('postgres', $dist_query),
-	'sandbox_store.instances h, sandbox_store.leases h, sandbox_store.run_log_entries h, sandbox_store.run_logs h, '
-	  . 'sandbox_store.runs h|1',
-	'distribute() again hash-distributes the run tables too, all in one colocation group (run twice)');
+my $all_distributed =
+    'sandbox_store.checkpoint_heads h, sandbox_store.checkpoint_ids h, sandbox_store.checkpoint_writers h, '
+  . 'sandbox_store.checkpoints h, sandbox_store.instances h, sandbox_store.leases h, '
+  . 'sandbox_store.run_log_entries h, sandbox_store.run_logs h, sandbox_store.runs h|1';
+is($coord->safe_psql('postgres', $dist_query),
+	$all_distributed,
+	'distribute() again hash-distributes the run and checkpoint tables too, all in one colocation group (run twice)');
+# The writers moved out of leases with their fences: the live one appends
+# on, the released thread's next writer has a higher fence; the
+# checkpoints, the worker's writer included, are read through every node.
+is( $coord->safe_psql(
+		'postgres', q{
+SELECT count(*) FROM sandbox_store.leases WHERE starts_with(key, E'\\x01checkpoint-writer\\x01');
+SELECT string_agg(thread_id || ' ' || fence || ' ' || (owner_token IS NOT NULL), ', ' ORDER BY thread_id)
+  FROM sandbox_store.checkpoint_writers}),
+	"0\nold-cp $cp_fence true, old-released $released_fence false, via-worker-cp "
+	  . $coord->safe_psql('postgres', q{SELECT fence FROM sandbox_store.checkpoint_writers WHERE thread_id = 'via-worker-cp'})
+	  . ' true',
+	'distribute() moved the writers out of leases, fences and holders kept, the worker\'s writer with them');
+is( $w2->safe_psql(
+		'postgres',
+		'SELECT sandbox_store.checkpoint_append(' . cp('old-c3', 'old-cp', 'old-c2')
+		  . ", 'old-c2', 'old-cp', '$cp_token', $cp_fence, at => '2026-01-01 00:00:02+00')"),
+	'old-c3', 'the writer taken before the update appends on, through a worker');
+is( join(' ',
+		map { $_->safe_psql('postgres', q{SELECT string_agg(c->>'id', ',') FROM sandbox_store.checkpoint_list('old-cp') c}) }
+		  @nodes),
+	'old-c1,old-c2,old-c3 old-c1,old-c2,old-c3 old-c1,old-c2,old-c3',
+	'the chain is listed through every node');
+is($w1->safe_psql('postgres', q{SELECT sandbox_store.checkpoint_get('old-c1')->>'threadId'}),
+	'old-cp', 'and an old checkpoint is found by its id');
+cmp_ok(
+	$coord->safe_psql('postgres',
+		q{SELECT fence FROM sandbox_store.checkpoint_acquire_writer('old-released', 600000, at => '2026-01-01 00:00:03+00')}),
+	'>', $released_fence, "the released thread's next writer has a higher fence");
 is($coord->safe_psql('postgres', $runs_digest), $before,
 	'every run, log entry and its order kept through the update and distribute()');
 is( $w2->safe_psql(
@@ -440,20 +502,6 @@ SELECT count(*) FROM (
 		'1', 'and deletes it once that transaction ended');
 }
 
-# What distribute() leaves out (docs/operations.md, "What is not distributed
-# yet"): the checkpoint store's tables stay local, and the checkpoint writer
-# cannot be taken (Citus refuses the fence draw in an upsert on the
-# distributed leases).
-is( $coord->safe_psql(
-		'postgres', q{SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text ~ '^sandbox_store[.]checkpoint'}),
-	'0', "the checkpoint store's tables are not distributed");
-my (undef, undef, $writer_err) =
-  $coord->psql('postgres', q{SELECT * FROM sandbox_store.checkpoint_acquire_writer('citus-thread')});
-like(
-	$writer_err,
-	qr/functions used in the DO UPDATE SET clause of INSERTs on distributed tables must be marked IMMUTABLE/,
-	'checkpoint_acquire_writer fails once leases is distributed, as documented');
-
 # Concurrent ensures of one new key, four sessions on each node at once.
 sub race
 {
@@ -719,6 +767,10 @@ CREATE TABLE saved_leases AS SELECT * FROM sandbox_store.leases;
 CREATE TABLE saved_runs AS SELECT * FROM sandbox_store.runs;
 CREATE TABLE saved_run_logs AS SELECT * FROM sandbox_store.run_logs;
 CREATE TABLE saved_run_log_entries AS SELECT * FROM sandbox_store.run_log_entries;
+CREATE TABLE saved_checkpoints AS SELECT * FROM sandbox_store.checkpoints;
+CREATE TABLE saved_checkpoint_heads AS SELECT * FROM sandbox_store.checkpoint_heads;
+CREATE TABLE saved_checkpoint_ids AS SELECT * FROM sandbox_store.checkpoint_ids;
+CREATE TABLE saved_checkpoint_writers AS SELECT * FROM sandbox_store.checkpoint_writers;
 DROP EXTENSION sandbox_store CASCADE;
 CREATE EXTENSION sandbox_store;
 INSERT INTO sandbox_store.instances SELECT * FROM saved_instances;
@@ -726,8 +778,14 @@ INSERT INTO sandbox_store.leases SELECT * FROM saved_leases;
 INSERT INTO sandbox_store.runs SELECT * FROM saved_runs;
 INSERT INTO sandbox_store.run_logs SELECT * FROM saved_run_logs;
 INSERT INTO sandbox_store.run_log_entries SELECT * FROM saved_run_log_entries;
-SELECT setval('sandbox_store.fence_seq', (SELECT max(fence) FROM sandbox_store.leases));
-DROP TABLE saved_instances, saved_leases, saved_runs, saved_run_logs, saved_run_log_entries;
+INSERT INTO sandbox_store.checkpoints SELECT * FROM saved_checkpoints;
+INSERT INTO sandbox_store.checkpoint_heads SELECT * FROM saved_checkpoint_heads;
+INSERT INTO sandbox_store.checkpoint_ids SELECT * FROM saved_checkpoint_ids;
+INSERT INTO sandbox_store.checkpoint_writers SELECT * FROM saved_checkpoint_writers;
+SELECT setval('sandbox_store.fence_seq', GREATEST((SELECT max(fence) FROM sandbox_store.leases),
+                                                  (SELECT max(fence) FROM sandbox_store.checkpoint_writers)));
+DROP TABLE saved_instances, saved_leases, saved_runs, saved_run_logs, saved_run_log_entries,
+           saved_checkpoints, saved_checkpoint_heads, saved_checkpoint_ids, saved_checkpoint_writers;
 });
 # (DROP EXTENSION leaves the shards on the workers: dropped by hand)
 $coord->safe_psql('postgres', q{
@@ -742,7 +800,7 @@ for my $node (grep { $_ != $coord } @nodes)    # (worker1's standby in its place
 			'postgres', q{
 SELECT string_agg(relname, ' ' ORDER BY relname) FROM pg_class
  WHERE relnamespace = 'sandbox_store'::regnamespace AND relkind = 'r'}),
-		'checkpoint_heads checkpoints instances leases run_log_entries run_logs runs',
+		'checkpoint_heads checkpoint_ids checkpoint_writers checkpoints instances leases run_log_entries run_logs runs',
 		$node->name . ': after the way back only the extension\'s own tables are left');
 }
 is($coord->safe_psql('postgres', "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid::text LIKE 'sandbox_store.%'"),
@@ -756,6 +814,13 @@ is( $coord->safe_psql(
 		'postgres', q{SELECT string_agg(chunk->>'m', ' ' ORDER BY seq) FROM sandbox_store.run_log_read((
   SELECT run_id FROM sandbox_store.runs WHERE thread_id = 't-move'))}),
 	'1 2 3', 'and reads a run log');
+is( $coord->safe_psql('postgres', q{SELECT string_agg(c->>'id', ',') FROM sandbox_store.checkpoint_list('old-cp') c}),
+	'old-c1,old-c2,old-c3', 'and lists a thread\'s checkpoints');
+cmp_ok(
+	$coord->safe_psql('postgres',
+		q{SELECT fence FROM sandbox_store.checkpoint_acquire_writer('old-cp', 600000, at => '2026-01-02 00:00:00+00')}),
+	'>',
+	$cp_fence, "and a thread's next checkpoint writer has a fence above its last");
 
 # distribute() failing after it changed instances.key on the workers (a
 # lock on runs outlasts its lock_timeout) rolls back on the coordinator but
@@ -776,10 +841,7 @@ SELECT DISTINCT result FROM run_command_on_workers($$SELECT format_type(atttypid
 	$holder->query_safe('COMMIT');
 	$holder->quit;
 	$coord->safe_psql('postgres', 'SELECT sandbox_store.distribute()');
-	is( $coord->safe_psql('postgres', $dist_query),
-		'sandbox_store.instances h, sandbox_store.leases h, sandbox_store.run_log_entries h, sandbox_store.run_logs h, '
-		  . 'sandbox_store.runs h|1',
-		'called again, distribute() completes');
+	is($coord->safe_psql('postgres', $dist_query), $all_distributed, 'called again, distribute() completes');
 	# (the run id first: a subquery on a distributed table cannot be an
 	# argument of a delegated call)
 	my $moved = $coord->safe_psql('postgres', q{SELECT run_id FROM sandbox_store.runs WHERE thread_id = 't-move'});
