@@ -11,6 +11,10 @@
 #   sqlstate_of($node, $sql)  'ok', or the SQLSTATE of the error $sql raised
 #   $RECORDS_QUERY, $LEASES_QUERY  SQL: every record (updated_at to the
 #                             microsecond, in UTC) and every lease row, by key
+#   claims_query($node, $db)  SQL: every lease row and every checkpoint
+#                             writer under its thread's reserved key, by key,
+#                             the same before 1.9.0 (when the writers were
+#                             rows of leases) and after (checkpoint_writers)
 #   kill9_and_start($node)    SIGKILL the postmaster, wait until it and every
 #                             child are gone, start again (a real crash)
 #   kill9($node), start_after_kill9($node)   the same in two steps
@@ -36,7 +40,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 our @EXPORT =
-  qw(lit $EXT_LOCKS $RECORDS_QUERY $LEASES_QUERY sqlstate_of kill9_and_start kill9 start_after_kill9
+  qw(lit $EXT_LOCKS $RECORDS_QUERY $LEASES_QUERY claims_query sqlstate_of kill9_and_start kill9 start_after_kill9
   install_sandbox_store unflushed_fence_todo edition_script);
 
 # The key locks of the extension (the view sandbox_store.key_locks).
@@ -57,6 +61,17 @@ our $RECORDS_QUERY =
   . "to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') "
   . 'FROM sandbox_store.instances ORDER BY key';
 our $LEASES_QUERY = 'SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases ORDER BY key';
+
+sub claims_query
+{
+	my ($node, $db) = @_;
+	return $LEASES_QUERY
+	  if $node->safe_psql($db, q{SELECT to_regclass('sandbox_store.checkpoint_writers') IS NULL}) eq 't';
+	return q{SELECT key, fence, owner_token, lease_expires_at FROM sandbox_store.leases
+UNION ALL
+SELECT E'\\x01checkpoint-writer\\x01' || thread_id, fence, owner_token, lease_expires_at FROM sandbox_store.checkpoint_writers
+ORDER BY 1};
+}
 
 sub lit
 {

@@ -185,7 +185,7 @@ SELECT sandbox_store.checkpoint_release_writer(thread, owner_token, fence) FROM 
 # checkpoint_get, and the blob references.
 my @STATE_QUERIES = (
 	[ records => $RECORDS_QUERY ],
-	[ 'claims and fences' => $LEASES_QUERY ],
+	[ 'claims and fences' => sub { claims_query($node, $_[0]) } ],
 	[
 		'checkpoint heads, lists and get' => q{
 SELECT t, sandbox_store.checkpoint_head(t), l.n, l.c ->> 'id', sandbox_store.checkpoint_get(l.c ->> 'id') = l.c
@@ -199,7 +199,7 @@ SELECT t, sandbox_store.checkpoint_head(t), l.n, l.c ->> 'id', sandbox_store.che
 sub state_of
 {
 	my ($db) = @_;
-	return { map { $_->[0] => $node->safe_psql($db, $_->[1]) } @STATE_QUERIES };
+	return { map { $_->[0] => $node->safe_psql($db, ref $_->[1] ? $_->[1]->($db) : $_->[1]) } @STATE_QUERIES };
 }
 
 my $before = state_of('c1');
@@ -266,10 +266,11 @@ sub check_moved
 	my ($label, $to, $was) = @_;
 	my $now = state_of($to);
 	is($now->{ $_->[0] }, $was->{ $_->[0] }, "$label: every one of the $_->[0]") for @STATE_QUERIES;
-	my $max_fence = $node->safe_psql($to, 'SELECT max(fence) FROM sandbox_store.leases');
+	my $max_fence = $node->safe_psql($to,
+		'SELECT GREATEST((SELECT max(fence) FROM sandbox_store.leases), (SELECT max(fence) FROM sandbox_store.checkpoint_writers))');
 	my ($token, $fence) = split /\|/, $node->safe_psql($to, q{SELECT owner_token, fence FROM sandbox_store.leases WHERE key = 'live'});
-	my ($wtoken, $wfence) = split /\|/, $node->safe_psql($to, q{SELECT owner_token, fence FROM sandbox_store.leases
-  WHERE key = E'\x01checkpoint-writer\x01th-a'});
+	my ($wtoken, $wfence) = split /\|/, $node->safe_psql($to, q{SELECT owner_token, fence FROM sandbox_store.checkpoint_writers
+  WHERE thread_id = 'th-a'});
 
 	# The live claim still holds the key and its holder keeps working.
 	is(sqlstate_on($to, q{SELECT sandbox_store.sandbox_claim('live', '1 min', wait => '0')}),

@@ -3,7 +3,8 @@
 # A server killed (kill -9 of the postmaster: a real crash) while a writer
 # appends checkpoints and deletes heads, each in its own transaction, comes
 # back with the checkpoint store consistent: the head's parent chain covers
-# every checkpoint of the thread exactly once, every blob's reference count
+# every checkpoint of the thread exactly once, checkpoint_ids holds exactly
+# the stored ids, every blob's reference count
 # is the number of stored checkpoints that point to it, nothing of an append
 # or a delete is half there; the writer's lease survives (its holder goes
 # on appending from the head, another writer is refused), and a new writer's
@@ -95,6 +96,10 @@ is($heads, 1, 'the thread has one head');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM sandbox_store.checkpoints c
   WHERE c.parent_id IS NOT NULL AND NOT EXISTS (SELECT FROM sandbox_store.checkpoints p WHERE p.id = c.parent_id)}),
 	'0', 'no checkpoint lost its parent');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM sandbox_store.checkpoints c
+  FULL JOIN sandbox_store.checkpoint_ids i ON i.id = c.id AND i.thread_id = c.thread_id
+ WHERE c.id IS NULL OR i.id IS NULL}),
+	'0', 'checkpoint_ids holds the id and thread of every stored checkpoint, and no other');
 
 # Reference counts match the checkpoints that are stored.
 is($node->safe_psql('postgres', q{

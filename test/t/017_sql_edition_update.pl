@@ -100,7 +100,7 @@ sub cp
 # What the update must keep, read through the interface.
 my @STATE_QUERIES = (
 	[ records => $RECORDS_QUERY ],
-	[ 'claims and fences' => $LEASES_QUERY ],
+	[ 'claims and fences' => sub { claims_query($node, $_[0]) } ],
 	[
 		'checkpoint lists, heads and get' => q{
 SELECT t, sandbox_store.checkpoint_head(t), l.n, l.c, sandbox_store.checkpoint_get(l.c ->> 'id') = l.c
@@ -112,7 +112,7 @@ SELECT t, sandbox_store.checkpoint_head(t), l.n, l.c, sandbox_store.checkpoint_g
 sub state_of
 {
 	my ($db) = @_;
-	return { map { $_->[0] => $node->safe_psql($db, $_->[1]) } @STATE_QUERIES };
+	return { map { $_->[0] => $node->safe_psql($db, ref $_->[1] ? $_->[1]->($db) : $_->[1]) } @STATE_QUERIES };
 }
 
 # Data of 1.4 in $db, written as owner; the app role gets every function of
@@ -176,13 +176,14 @@ sub check_updated
 		'SB001', "$db: the released claim's fence stays dead");
 
 	# The live checkpoint writer goes on.
-	my ($wtoken, $wfence) = split /\|/, $node->safe_psql($db, q{SELECT owner_token, fence FROM sandbox_store.leases
-  WHERE key = E'\x01checkpoint-writer\x01t'});
+	my ($wtoken, $wfence) = split /\|/, $node->safe_psql($db, q{SELECT owner_token, fence FROM sandbox_store.checkpoint_writers
+  WHERE thread_id = 't'});
 	is(sqlstate_as($db, 'owner', q{SELECT sandbox_store.checkpoint_acquire_writer('t', 1000)}),
 		'SBC05', "$db: the checkpoint writer still holds its thread");
 	is(as_owner($db, 'SELECT sandbox_store.checkpoint_append(' . cp('t3', 't2', 4000) . ", 't2', 't', '$wtoken', $wfence)"),
 		't3', "$db: the checkpoint writer appends on the head with its token and fence");
-	my $max = $node->safe_psql($db, 'SELECT max(fence) FROM sandbox_store.leases');
+	my $max = $node->safe_psql($db,
+		'SELECT GREATEST((SELECT max(fence) FROM sandbox_store.leases), (SELECT max(fence) FROM sandbox_store.checkpoint_writers))');
 	cmp_ok(as_owner($db, q{SELECT fence FROM sandbox_store.checkpoint_acquire_writer('u', 1000)}), '>', $max,
 		"$db: a new checkpoint writer's fence is above every earlier one");
 
