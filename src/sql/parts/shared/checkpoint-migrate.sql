@@ -10,7 +10,7 @@
 --    every node and distribute() moves them, once, from the coordinator.
 -- 2. Every stored checkpoint's id goes into checkpoint_ids.
 -- 3. The primary key of checkpoints becomes (thread_id, id).
-DO $migrate$
+DO $$
 DECLARE
     leases_distributed pg_catalog.bool := false;
 BEGIN
@@ -26,7 +26,7 @@ BEGIN
         DELETE FROM ONLY sandbox_store.leases l WHERE pg_catalog.starts_with(l.key, E'\x01checkpoint-writer\x01');
     END IF;
 END
-$migrate$;
+$$;
 
 INSERT INTO sandbox_store.checkpoint_ids (id, thread_id)
 SELECT c.id, c.thread_id FROM ONLY sandbox_store.checkpoints c;

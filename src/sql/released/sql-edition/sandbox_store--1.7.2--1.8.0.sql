@@ -1,44 +1,3 @@
--- sandbox_store: the SQL edition's plain script, from 1.7.2 to 1.8.0.
---
--- For a database that has the plain script of sandbox_store 1.7.2: run it
--- as the role that owns schema sandbox_store,
---
---     psql -v ON_ERROR_STOP=1 -f sandbox_store--1.7.2--1.8.0.sql
---
--- in one transaction: if anything fails, nothing changes.  A database that
--- has sandbox_store as an extension (the C edition, or the SQL edition
--- through pg_tle) is updated with ALTER EXTENSION sandbox_store UPDATE.
-
-BEGIN;
-SET LOCAL search_path = pg_catalog, pg_temp;
-SET LOCAL client_min_messages = warning;
-
-DO $$
-DECLARE
-    current pg_catalog.text;
-BEGIN
-    IF EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'sandbox_store') THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'wrong_object_type',
-            MESSAGE = 'sandbox_store is installed as an extension in this database',
-            HINT = 'Update it with ALTER EXTENSION sandbox_store UPDATE TO ''1.8.0''.';
-    END IF;
-    IF pg_catalog.to_regprocedure('sandbox_store.edition()') IS NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'undefined_object',
-            MESSAGE = 'this database has no plain script of sandbox_store',
-            HINT = 'Install sandbox_store-1.8.0.sql instead.';
-    END IF;
-    SELECT e.version INTO current FROM sandbox_store.edition() e;
-    IF current <> '1.7.2' THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'object_not_in_prerequisite_state',
-            MESSAGE = pg_catalog.format('this script updates sandbox_store from 1.7.2, but the database has %s', current),
-            HINT = 'Run the update scripts from the installed version on, one after the other.';
-    END IF;
-END
-$$;
-
 -- sandbox_store, SQL edition: from 1.7.2 to 1.8.0 (the pg_tle update path,
 -- and with src/sql/build.sh plain-update, the plain script's update).
 
@@ -1179,4 +1138,3 @@ $$;
 
 COMMENT ON FUNCTION sandbox_store.edition() IS
 'Which edition of sandbox_store this database has (c, pg_tle or plain) and its version.';
-COMMIT;
