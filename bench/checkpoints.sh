@@ -67,13 +67,18 @@
 #   BENCH_CP_SYNC ("")            synchronous_commit of the runs (PGOPTIONS);
 #                                 empty: the server's
 #   BENCH_CP_PROTOCOL (prepared)  pgbench -M: prepared, simple or extended
+#   BENCH_CP_BEFORE ("")          a version of the C edition (e.g. 1.8.0) to
+#                                 run beside this one: a fourth side, the
+#                                 extension created at that version in
+#                                 database bench_cp_before (the same library),
+#                                 reported as C / before
 #   BENCH_SMOKE (0)               1: 2 clients, 20 transactions per client,
 #                                 one round: checks the harness (and the
 #                                 chains), measures nothing
 #
 # Runs against the server in PGHOST/PGPORT/PGUSER (a superuser, with
 # sandbox_store installed); creates and drops databases bench_cp and
-# bench_cp_sql.  Writes BENCH_OUT/checkpoints.md and checkpoints.tsv
+# bench_cp_sql (and bench_cp_before).  Writes BENCH_OUT/checkpoints.md and checkpoints.tsv
 # (default bench/out/).
 set -euo pipefail
 
@@ -89,8 +94,10 @@ SYNC=${BENCH_CP_SYNC:-}
 PROTOCOL=${BENCH_CP_PROTOCOL:-prepared}
 SMOKE=${BENCH_SMOKE:-0}
 OUT=${BENCH_OUT:-bench/out}
+BEFORE=${BENCH_CP_BEFORE:-}
 DB=bench_cp
 SQLDB=bench_cp_sql
+BEFOREDB=bench_cp_before
 dur=(-T "$SECONDS_EACH")
 if [ "$SMOKE" = 1 ]; then
 	CLIENTS=2 REPEATS=1 dur=(-t 20)
@@ -107,8 +114,14 @@ sb_fresh_db "$SQLDB"
 "$sb_top/src/sql/build.sh" plain "$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$sb_top/sandbox_store.control")" \
 	>"$work/sandbox_store-sql.sql"
 psql -X -q -v ON_ERROR_STOP=1 -d "$SQLDB" -f "$work/sandbox_store-sql.sql" >/dev/null
+dbs=("$DB" "$SQLDB")
+if [ -n "$BEFORE" ]; then
+	sb_fresh_db "$BEFOREDB"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$BEFOREDB" -c "CREATE EXTENSION sandbox_store VERSION '$BEFORE'"
+	dbs+=("$BEFOREDB")
+fi
 
-for db in "$DB" "$SQLDB"; do
+for db in "${dbs[@]}"; do
 	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f "$sb_top/bench/checkpoint-template.sql" >/dev/null
 	psql -X -q -v ON_ERROR_STOP=1 -d "$db" >/dev/null <<'SQL'
 -- The by-hand table: the extension's shape and index, no checks.
@@ -198,7 +211,7 @@ as_function() { # as_function NAME RETURNS STATEMENT: CLIENT is $1, HEAD $2
 	printf 'CREATE FUNCTION %s(client int, head text DEFAULT NULL) RETURNS %s LANGUAGE sql AS $f$\n%s\n$f$;\n' \
 		"$1" "$2" "${body//HEAD/\$2::text}"
 }
-for db in "$DB" "$SQLDB"; do
+for db in "${dbs[@]}"; do
 	{
 		as_function ext_append text "$ext_append"
 		as_function hand_append text "$bare_append"
@@ -256,12 +269,13 @@ SELECT sandbox_store.checkpoint_release_writer('lease-' || :client_id, :t::uuid,
 EOF
 for f in "$work"/*.pgbench; do cp "$f" "${f%/*}/sql_${f##*/}"; done
 for f in "$work"/sql_bare_*.pgbench; do rm -f "$f"; done
+for f in "$work"/ext_*.pgbench; do cp "$f" "${f%/*}/before_${f##*/}"; done
 
 pgopts=${PGOPTIONS:-}
 [ -z "$SYNC" ] || pgopts+=" -c synchronous_commit=$SYNC"
-run() { # run SIDE_WORKLOAD CLIENTS -> "tps latency_ms"; SIDE sql_ runs in bench_cp_sql
+run() { # run SIDE_WORKLOAD CLIENTS -> "tps latency_ms"; SIDE sql_ runs in bench_cp_sql, before_ in bench_cp_before
 	local out db=$DB rc=0
-	case $1 in sql_*) db=$SQLDB ;; esac
+	case $1 in sql_*) db=$SQLDB ;; before_*) db=$BEFOREDB ;; esac
 	out=$(PGOPTIONS=$pgopts pgbench -n -M "$PROTOCOL" -c "$2" -j "$(($2 < 2 ? $2 : 2))" "${dur[@]}" \
 		-f "$work/$1.pgbench" "$db" 2>&1) || rc=$?
 	if [ $rc -ne 0 ] || grep -Eq "aborted|ERROR:|FATAL:|^number of failed transactions: [1-9]" <<<"$out"; then
@@ -274,19 +288,21 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
 {
-	echo "| workload | clients | C tps | SQL edition tps | by-hand tps | C / by-hand | SQL / by-hand | C latency (ms) | SQL latency (ms) | by-hand latency (ms) |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| workload | clients | C tps | SQL edition tps | by-hand tps | C / by-hand | SQL / by-hand | C latency (ms) | SQL latency (ms) | by-hand latency (ms) |${BEFORE:+ $BEFORE tps | C / $BEFORE |}"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|${BEFORE:+---:|---:|}"
 } >"$work/table"
 printf 'workload\tclients\tside\trep\ttps\tlat_ms\n' >"$OUT/checkpoints.tsv"
 start=$SECONDS
 for c in $CLIENTS; do
 	for w in $WORKLOADS; do
 		sides=(ext sql bare)
+		[ -z "$BEFORE" ] || sides+=(before)
+		n=${#sides[@]}
 		for side in "${sides[@]}"; do : >"$work/$side.tps"; : >"$work/$side.lat"; done
 		for r in $(seq "$REPEATS"); do
-			for i in 0 1 2; do
-				side=${sides[$(((i + r - 1) % 3))]}
-				name=${side}_$w; [ "$side" != sql ] || name=sql_ext_$w
+			for i in $(seq 0 $((n - 1))); do
+				side=${sides[$(((i + r - 1) % n))]}
+				name=${side}_$w; [ "$side" != sql ] || name=sql_ext_$w; [ "$side" != before ] || name=before_ext_$w
 				res=$(run "$name" "$c")
 				read -r tps lat <<<"$res"
 				{ [ -n "$tps" ] && [ -n "$lat" ]; } || fail "$name clients=$c: no throughput"
@@ -296,9 +312,14 @@ for c in $CLIENTS; do
 			done
 		done
 		et=$(median <"$work/ext.tps"); st=$(median <"$work/sql.tps"); bt=$(median <"$work/bare.tps")
-		printf '| %s | %s | %.0f | %.0f | %.0f | %s | %s | %.2f | %.2f | %.2f |\n' "$w" "$c" "$et" "$st" "$bt" \
+		printf '| %s | %s | %.0f | %.0f | %.0f | %s | %s | %.2f | %.2f | %.2f |' "$w" "$c" "$et" "$st" "$bt" \
 			"$(ratio "$et" "$bt")" "$(ratio "$st" "$bt")" \
 			"$(median <"$work/ext.lat")" "$(median <"$work/sql.lat")" "$(median <"$work/bare.lat")" >>"$work/table"
+		if [ -n "$BEFORE" ]; then
+			pt=$(median <"$work/before.tps")
+			printf ' %.0f | %s |' "$pt" "$(ratio "$et" "$pt")" >>"$work/table"
+		fi
+		echo >>"$work/table"
 	done
 	: >"$work/ext.tps"; : >"$work/ext.lat"
 	for r in $(seq "$REPEATS"); do
@@ -306,14 +327,14 @@ for c in $CLIENTS; do
 		read -r tps lat <<<"$res"
 		echo "$tps" >>"$work/ext.tps"; echo "$lat" >>"$work/ext.lat"
 	done
-	printf '| writer (acquire + release) | %s | %.0f | | | | | %.2f | | |\n' "$c" \
-		"$(median <"$work/ext.tps")" "$(median <"$work/ext.lat")" >>"$work/table"
+	printf '| writer (acquire + release) | %s | %.0f | | | | | %.2f | | |%s\n' "$c" \
+		"$(median <"$work/ext.tps")" "$(median <"$work/ext.lat")" "${BEFORE:+ | |}" >>"$work/table"
 done
 
 # Every appended thread is one chain, in each edition and by hand: no two
 # checkpoints of a thread on one parent, and the head is one that no
 # checkpoint has for its parent.
-for db in "$DB" "$SQLDB"; do
+for db in "${dbs[@]}"; do
 	check=$(psql -X -qAt -d "$db" -c "SELECT
 	    NOT EXISTS (SELECT FROM sandbox_store.checkpoints WHERE thread_id LIKE 'thread-%'
 	                 GROUP BY thread_id, parent_id HAVING count(*) > 1)
