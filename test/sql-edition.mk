@@ -29,7 +29,7 @@
 
 ifneq ($(filter pg_tle plain,$(SB_EDITION)),)
 SQL_EDITION_SKIP_REGRESS = direct guard upgrade checkpoint_limit_role
-SQL_EDITION_SKIP_ISOLATION = update-in-flight $(if $(filter plain,$(SB_EDITION)),drop-in-flight)
+SQL_EDITION_SKIP_ISOLATION = update-in-flight checkpoint-update-in-flight $(if $(filter plain,$(SB_EDITION)),drop-in-flight)
 REGRESS := $(filter-out $(SQL_EDITION_SKIP_REGRESS),$(REGRESS))
 ISOLATION := $(filter-out $(SQL_EDITION_SKIP_ISOLATION),$(ISOLATION))
 PROVE_TESTS = test/t/002_fence_crash.pl test/t/010_fence_flush.pl test/t/015_checkpoint_crash.pl \
