@@ -1,13 +1,19 @@
 -- The update to 1.9.0's checkpoint store (update scripts only; the tables
--- and the claims view are made before it, the functions after).  In this
+-- are made before it, the claims view and the functions after).  In this
 -- order, so that a write in flight, which holds its writer's row in leases
 -- and then writes to checkpoints, finishes before checkpoints is locked:
 --
 -- 1. The checkpoint writers, claims in leases on their thread's reserved
 --    key, move to checkpoint_writers, with their fence, owner token and
---    expiry: a writer holding a thread keeps writing with them.  Only where
---    leases is not distributed: on citus, where it is, the update runs on
---    every node and distribute() moves them, once, from the coordinator.
+--    expiry: a writer holding a thread keeps writing with them.  leases is
+--    locked first against writes (SHARE ROW EXCLUSIVE, until the update
+--    commits): a writer's acquire, renew or release in flight, and the
+--    writes of its transaction, end before the move, which then sees them;
+--    one that starts later waits for the update and runs 1.9.0's
+--    functions.  Lease-mode claims of sandbox keys wait as well.  Only
+--    where leases is not distributed: on citus, where it is, the update
+--    runs on every node and distribute() moves them, once, from the
+--    coordinator.
 -- 2. Every stored checkpoint's id goes into checkpoint_ids.
 -- 3. The primary key of checkpoints becomes (thread_id, id).
 DO $$
@@ -19,6 +25,7 @@ BEGIN
            INTO leases_distributed USING 'sandbox_store.leases'::pg_catalog.regclass;
     END IF;
     IF NOT leases_distributed THEN
+        LOCK TABLE ONLY sandbox_store.leases IN SHARE ROW EXCLUSIVE MODE;
         INSERT INTO sandbox_store.checkpoint_writers (thread_id, fence, owner_token, lease_expires_at)
         SELECT pg_catalog.substr(l.key, 20), l.fence, l.owner_token, l.lease_expires_at
           FROM ONLY sandbox_store.leases l

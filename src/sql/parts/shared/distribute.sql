@@ -133,6 +133,8 @@ BEGIN
     -- distributed), keeping the higher fence of a thread that has both.
     IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
                     WHERE logicalrelid OPERATOR(pg_catalog.=) 'sandbox_store.checkpoint_writers'::pg_catalog.regclass) THEN
+        -- (no writer's change in flight while they move)
+        LOCK TABLE ONLY sandbox_store.leases IN SHARE ROW EXCLUSIVE MODE;
         INSERT INTO sandbox_store.checkpoint_writers AS w (thread_id, fence, owner_token, lease_expires_at)
         SELECT pg_catalog.substr(l.key, 20), l.fence, l.owner_token, l.lease_expires_at
           FROM ONLY sandbox_store.leases l

@@ -33,7 +33,8 @@ BEGIN
      WHERE c.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id AND c.id OPERATOR(pg_catalog.=) checkpoint_id
     RETURNING c.parent_id INTO gone;
     -- (its id is free again: a deleted checkpoint may be appended again)
-    DELETE FROM ONLY sandbox_store.checkpoint_ids i WHERE i.id OPERATOR(pg_catalog.=) checkpoint_id;
+    DELETE FROM ONLY sandbox_store.checkpoint_ids i
+     WHERE i.id OPERATOR(pg_catalog.=) checkpoint_id AND i.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id;
     IF gone.parent_id IS NULL THEN
         DELETE FROM ONLY sandbox_store.checkpoint_heads h WHERE h.thread_id OPERATOR(pg_catalog.=) checkpoint_delete_head.thread_id;
     ELSE
