@@ -31,8 +31,7 @@
 #     client's appends run on the workers (delegated: citus delegates only
 #     a bare SELECT f(...)).
 #
-# The client is built first (npm ci --prefer-offline if clients/typescript
-# has no node_modules or they are older than its lock file; npm run build: the
+# The client is built first (SandboxStoreCitus's typescript_client: the
 # citus suite of make test runs before the client's on a fresh clone); the
 # client part is skipped if npm is not installed.
 
@@ -125,37 +124,10 @@ $shards{ $home{$_}->name }++ for @runs;
 ok($shards{worker1} && $shards{worker2},
 	"the $RUNS runs' shards are on both workers (worker1 $shards{worker1}, worker2 $shards{worker2})");
 
-my $client = "$FindBin::RealBin/../../clients/typescript";
-
-# Run a command in clients/typescript; its output goes to the test's log.
-sub in_client
-{
-	my @cmd = @_;
-	note "in clients/typescript: @cmd";
-	my $out = '';
-	my $ok = IPC::Run::run(\@cmd, '>', \$out, '2>&1', init => sub { chdir $client or die "chdir $client: $!" });
-	note $out if $out ne '';
-	BAIL_OUT("@cmd failed in clients/typescript (exit $?)") unless $ok;
-	return;
-}
-
 SKIP:
 {
-	skip 'npm is not installed: the client part needs Node >= 18.17 and npm', 8
-	  unless IPC::Run::run([ 'sh', '-c', 'command -v npm && command -v node' ], '>', \my $where);
-
-	{
-		local %ENV = (%ENV, npm_config_update_notifier => 'false', npm_config_fund => 'false', npm_config_audit => 'false');
-		# npm's cache lives in $HOME/.npm; a private one if HOME is not writable (as run.sh).
-		$ENV{npm_config_cache} = ($ENV{TMPDIR} // '/tmp') . "/sandbox_store_npm_cache.$<"
-		  unless -w ($ENV{HOME} // '/nonexistent');
-		# (npm ci builds dist/ too: the package's prepare script)
-		in_client(qw(npm ci --prefer-offline --no-audit --no-fund --loglevel=error))
-		  unless -d "$client/node_modules"
-		  && ((stat "$client/node_modules/.package-lock.json")[9] // 0) >= (stat "$client/package-lock.json")[9];
-		# (always: a dist/ left from other sources would test them)
-		in_client(qw(npm run --silent build));
-	}
+	my $client = typescript_client();
+	skip 'npm is not installed: the client part needs Node >= 18.17 and npm', 8 unless defined $client;
 
 	my %log_at = map { $_->name => -s $_->logfile } ($coord, @workers);
 	my $user = getpwuid($<);

@@ -25,17 +25,27 @@
 #   shard_node($coordinator, $table, $value, @nodes)   the node of @nodes
 #       that holds the shard of distributed table $table for the
 #       distribution column value $value (the only placement: no replicas)
+#   typescript_client()   the directory of the TypeScript client
+#       (clients/typescript), built for a test to run as an app uses it:
+#       npm ci --prefer-offline if it has no node_modules or they are older
+#       than its lock file (npm ci builds dist/ too: the package's prepare
+#       script), then npm run build (always: a dist/ left from other sources
+#       would test them); each command's output goes to the test's log, and
+#       a failed one BAIL_OUTs.  undef when npm or node is not installed
+#       (the client needs Node >= 18.17 and npm).
 package SandboxStoreCitus;
 
 use strict;
 use warnings FATAL => 'all';
 
 use Exporter 'import';
+use FindBin ();
+use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-our @EXPORT = qw(citus_cluster shard_node);
+our @EXPORT = qw(citus_cluster shard_node typescript_client);
 
 sub citus_cluster
 {
@@ -94,6 +104,32 @@ SELECT nodeport FROM pg_dist_shard_placement
 	my ($node) = grep { $_->port == $port } @nodes;
 	die "no node of port $port holds the shard of $table for $value" unless defined $node;
 	return $node;
+}
+
+sub typescript_client
+{
+	my $client = "$FindBin::RealBin/../../clients/typescript";
+	return undef unless IPC::Run::run([ 'sh', '-c', 'command -v npm && command -v node' ], '>', \my $where);
+
+	# Run a command in clients/typescript; its output goes to the test's log.
+	my $in_client = sub {
+		my @cmd = @_;
+		note "in clients/typescript: @cmd";
+		my $out = '';
+		my $ok = IPC::Run::run(\@cmd, '>', \$out, '2>&1', init => sub { chdir $client or die "chdir $client: $!" });
+		note $out if $out ne '';
+		BAIL_OUT("@cmd failed in clients/typescript (exit $?)") unless $ok;
+		return;
+	};
+	local %ENV = (%ENV, npm_config_update_notifier => 'false', npm_config_fund => 'false', npm_config_audit => 'false');
+	# npm's cache lives in $HOME/.npm; a private one if HOME is not writable (as run.sh).
+	$ENV{npm_config_cache} = ($ENV{TMPDIR} // '/tmp') . "/sandbox_store_npm_cache.$<"
+	  unless -w ($ENV{HOME} // '/nonexistent');
+	$in_client->(qw(npm ci --prefer-offline --no-audit --no-fund --loglevel=error))
+	  unless -d "$client/node_modules"
+	  && ((stat "$client/node_modules/.package-lock.json")[9] // 0) >= (stat "$client/package-lock.json")[9];
+	$in_client->(qw(npm run --silent build));
+	return $client;
 }
 
 1;
