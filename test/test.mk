@@ -102,7 +102,7 @@ endif
 # On a citus coordinator and two workers of the server of PG_CONFIG (Citus
 # built into it by build-citus.sh: 13.2.2 on 15, 14.0.1 on 18).
 citus-check:
-	$(MAKE) --no-print-directory tapcheck PROVE_TESTS="test/citus/citus.pl test/citus/checkpoints.pl test/citus/tails.pl"
+	$(MAKE) --no-print-directory tapcheck PROVE_TESTS="test/citus/citus.pl test/citus/checkpoints.pl test/citus/tails.pl test/citus/client-locks.pl"
 
 clientcheck:
 	clients/typescript/test/run.sh
