@@ -210,7 +210,7 @@ export function openRunDriver(pool: Pool, options: ResolvedRunDriverOptions): Op
     const { runId } = input;
     const section = async (lockSignal: AbortSignal): Promise<T> => {
       lockSignal.throwIfAborted();
-      const result = await poolQuery<{ epoch: string | null }>(pool, RUN_CLAIM_SQL, [runId], connectTimeoutMs);
+      const result = await poolQuery<{ epoch: string | null }>(pool, RUN_CLAIM_SQL, [runId], connectTimeoutMs, true);
       const text = result.rows[0]?.epoch ?? null;
       if (text === null) throw new SandboxStoreError(`run_claim returned no epoch for run "${runId}"`);
       const epoch = seqNumber(text);
@@ -250,7 +250,13 @@ export function openRunDriver(pool: Pool, options: ResolvedRunDriverOptions): Op
     if (state.ended || state.signal.aborted) return;
     let current: number | undefined;
     try {
-      const result = await poolQuery<{ record: string | null }>(pool, RUN_GET_SQL, [state.runId], connectTimeoutMs);
+      const result = await poolQuery<{ record: string | null }>(
+        pool,
+        RUN_GET_SQL,
+        [state.runId],
+        connectTimeoutMs,
+        true,
+      );
       const record = runRecordFromText(result.rows[0]?.record ?? null, 'run_get');
       current = record?.driverEpoch;
     } catch {

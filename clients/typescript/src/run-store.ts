@@ -92,7 +92,7 @@ export function resolveRunStoreOptions(options: RunStoreOptions): ResolvedRunSto
 export function openRunStore(pool: Pool, options: ResolvedRunStoreOptions): PgRunStore {
   const { connectTimeoutMs } = options;
   const one = async (text: string, values: readonly unknown[], what: string): Promise<RunRecord | null> => {
-    const result = await poolQuery<{ record: string | null }>(pool, text, values, connectTimeoutMs);
+    const result = await poolQuery<{ record: string | null }>(pool, text, values, connectTimeoutMs, true);
     return runRecordFromText(result.rows[0]?.record ?? null, what);
   };
   const many = async (text: string, values: readonly unknown[], what: string): Promise<RunRecord[]> => {

@@ -67,17 +67,30 @@ export async function connect(pool: Pool, timeoutMs: number, signal?: AbortSigna
   }
 }
 
-/** One autocommit statement on a client of the pool (waited for at most connectTimeoutMs). */
+/**
+ * Every column as the server's text, whatever type parsers the app set:
+ * what a statement would read with its results cast to text, for a
+ * statement that must stay a plain call (an uncast result) on Citus.
+ */
+const RAW_TEXT = { getTypeParser: () => (value: string) => value };
+
+/**
+ * One autocommit statement on a client of the pool (waited for at most
+ * connectTimeoutMs); with raw, every column is read as the server's text.
+ */
 export async function poolQuery<R extends QueryResultRow>(
   pool: Pool,
   text: string,
   values: readonly unknown[],
   connectTimeoutMs: number,
+  raw = false,
 ): Promise<QueryResult<R>> {
   const client = await connect(pool, connectTimeoutMs);
   let broken: Error | undefined;
   try {
-    return await client.query<R>(text, values as unknown[]);
+    return raw
+      ? await client.query<R>({ text, values: values as unknown[], types: RAW_TEXT })
+      : await client.query<R>(text, values as unknown[]);
   } catch (error) {
     if (isConnectionError(error)) broken = error instanceof Error ? error : new Error(String(error));
     throw toStoreError(error);

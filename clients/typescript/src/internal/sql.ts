@@ -271,13 +271,16 @@ export const CHECKPOINT_BLOBS_SQL =
 
 /*
  * Durable runs: the run functions (extension 1.5).  Records and chunks come
- * back as jsonb's text (runs.ts parses them).
+ * back as jsonb's text (runs.ts parses them).  A statement that calls one
+ * run's function is a plain call, its result not cast: Citus sends only a
+ * plain call to the node of the run's shard.  Its result is read as the
+ * server's text (poolQuery's raw), which is what the cast gave.
  */
 
 /** run_create_or_resume; $1 run, $2 thread, $3 startedAt, $4 status. */
 export const RUN_CREATE_SQL =
   'SELECT sandbox_store.run_create_or_resume(run_id => $1::pg_catalog.text, thread_id => $2::pg_catalog.text,' +
-  ' started_at => $3::pg_catalog.float8, status => $4::pg_catalog.text)::pg_catalog.text AS record';
+  ' started_at => $3::pg_catalog.float8, status => $4::pg_catalog.text) AS record';
 
 /** run_update; $1 run, $2 patch (JSON text), $3 epoch (NULL: unfenced). */
 export const RUN_UPDATE_SQL =
@@ -285,7 +288,7 @@ export const RUN_UPDATE_SQL =
   ' epoch => $3::pg_catalog.int8) AS updated';
 
 /** run_get; $1 run. */
-export const RUN_GET_SQL = 'SELECT sandbox_store.run_get(run_id => $1::pg_catalog.text)::pg_catalog.text AS record';
+export const RUN_GET_SQL = 'SELECT sandbox_store.run_get(run_id => $1::pg_catalog.text) AS record';
 
 /** run_list_by_thread, in the function's order; $1 thread. */
 export const RUN_LIST_BY_THREAD_SQL =
@@ -303,7 +306,7 @@ export const RUN_FIND_ACTIVE_SQL =
   'SELECT sandbox_store.run_find_active(thread_id => $1::pg_catalog.text)::pg_catalog.text AS record';
 
 /** run_claim; $1 run. */
-export const RUN_CLAIM_SQL = 'SELECT sandbox_store.run_claim(run_id => $1::pg_catalog.text)::pg_catalog.text AS epoch';
+export const RUN_CLAIM_SQL = 'SELECT sandbox_store.run_claim(run_id => $1::pg_catalog.text) AS epoch';
 
 /** run_log_append; $1 run, $2 chunks (a JSON array), $3 epoch. */
 export const LOG_APPEND_SQL =
