@@ -35,13 +35,14 @@ demo: installed
 # tests through pg_tle; on 18 and 19 pg_upgrade and dump/restore from a 15
 # cluster.  Fails if either failed.  The matrix's servers (and Citus) are
 # built in the background at the lowest priority while the suites on 15 run
-# (test/scripts/build-matrix.sh; nothing to do once they are in the cache).
+# (test/scripts/build-matrix.sh; nothing to do once they are in the cache);
+# a version of the matrix whose build is still under way waits for it.
 test: installed
 	test/scripts/build-citus.sh >/dev/null
 	test/scripts/build-pg_tle.sh >/dev/null
 	rc=0; nice -n 19 test/scripts/build-matrix.sh $(MATRIX_VERSIONS) & built=$$!; \
-	test/scripts/with-cluster.sh test/scripts/run-tests.sh || rc=1; wait $$built; \
-	SB_MATRIX_SKIP_BASE=1 test/scripts/matrix.sh $(MATRIX_VERSIONS) || rc=1; exit $$rc
+	test/scripts/with-cluster.sh test/scripts/run-tests.sh || rc=1; \
+	SB_MATRIX_SKIP_BASE=1 test/scripts/matrix.sh $(MATRIX_VERSIONS) || rc=1; wait $$built; exit $$rc
 
 # Each missing server is built once into a cache outside the clone.
 MATRIX_VERSIONS = 15 16 17 18 19

@@ -70,11 +70,12 @@ key=citus-$version-pg$major-$(sha256sum <<<"$pgc" | cut -c1-8)
 vendor=${SB_VENDOR_DIR:-$sb_top/../shared/vendor}
 
 control=$("$pgc" --sharedir)/extension/citus.control
+citus_installed() {
+  [ -f "$control" ] && [ -f "$("$pgc" --pkglibdir)/citus.so" ] &&
+    grep -q "default_version = '${version%.*}-" "$control"
+}
 installed=
-if [ -f "$control" ] && [ -f "$("$pgc" --pkglibdir)/citus.so" ] &&
-  grep -q "default_version = '${version%.*}-" "$control"; then
-  installed=1
-fi
+citus_installed && installed=1
 
 if [ "$(id -u)" != 0 ]; then
   # Cannot build or install here: use what is there, or skip the suite.
@@ -88,6 +89,13 @@ stamp=$sb_cache/$key.build log=$sb_cache/$key.log
 if [ -f "$vendor/$tarball" ]; then
   want="$tarball $(sha256sum "$vendor/$tarball" | cut -d' ' -f1) $pgc $pgversion ${configure_opts[*]}"
   if [ -n "$installed" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "$version"
+    exit 0
+  fi
+  # Another build of it may be under way (make test's build-matrix.sh):
+  # wait for it, then take what it installed.
+  sb_cache_lock "$key"
+  if citus_installed && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     echo "$version"
     exit 0
   fi

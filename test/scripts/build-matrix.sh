@@ -9,9 +9,11 @@
 #
 # make test runs it in the background, at the lowest CPU priority, while the
 # suites run on the base server: on a machine without the cache the servers
-# are built while the suites wait on locks, leases and browsers, and
-# matrix.sh, which starts when both are done, finds them in the cache.  The
-# suites run first (nice): they are written to pass on a loaded machine.
+# are built while the suites wait on locks, leases and browsers.  matrix.sh
+# starts when the suites are done and finds them in the cache, or waits for
+# the one still being built (build-server.sh and build-citus.sh build a
+# thing once at a time).  The suites come first (nice); they are written to
+# pass on a loaded machine.
 #
 # One line per version on stderr; the build logs are in the cache
 # (build-server.sh, build-citus.sh).  A failed build is reported and the

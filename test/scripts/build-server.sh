@@ -65,7 +65,15 @@ else
   exit 1
 fi
 
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$prefix/bin/pg_config" ]; then
+built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$prefix/bin/pg_config" ]; }
+if built; then
+  echo "$prefix/bin/pg_config"
+  exit 0
+fi
+# Another build of it may be under way (make test's build-matrix.sh): wait
+# for it, then take what it built.
+sb_cache_lock "pg$major"
+if built; then
   echo "$prefix/bin/pg_config"
   exit 0
 fi

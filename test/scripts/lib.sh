@@ -34,6 +34,10 @@
 #              Citus are built once per machine (SB_PG_CACHE, else
 #              /var/cache/sandbox_store when writable, else
 #              ~/.cache/sandbox_store), created if missing.
+#              sb_cache_lock NAME: wait for and hold, until the script exits,
+#              the lock of NAME in sb_cache (one build of a thing at a time:
+#              make test builds the matrix's servers in the background while
+#              the matrix may ask for the same one).
 #   tree       sb_copy_tree DEST: copy the source tree to DEST without .git,
 #              build and test outputs or the TypeScript client's
 #              node_modules and dist (to build it for another server).
@@ -151,6 +155,10 @@ sb_pg_cache() {
     sb_cache=$HOME/.cache/sandbox_store
   fi
   mkdir -p "$sb_cache" || fail "could not create $sb_cache"
+}
+sb_cache_lock() {
+  exec 9>>"$sb_cache/$1.lock" || fail "could not open $sb_cache/$1.lock"
+  flock 9 || fail "could not lock $sb_cache/$1.lock"
 }
 sb_copy_tree() {
   mkdir -p "$1"
