@@ -34,12 +34,14 @@
 # Nothing decides by time: the client's waits are 0 (refused at once, or
 # held), and each hold ends when the test says so (a line on the client's
 # stdin, or the session's COMMIT).  With the 0.3.1 client the last checks
-# fail: its ensureSandbox writes computed their time in SQL
-# (clock_timestamp()) and its run_get and run_claim cast their result, so
-# Citus ran them on the coordinator (its lock-mode sandbox_lock and
-# sandbox_ensure, though not plain calls, reached the key's worker with
-# Citus 13.2.2: the planner folds their computed wait into a value, and
-# Citus does not look at the select list of SELECT ... FROM f(...)).
+# fail: its run_get and run_claim cast their result, so Citus ran them on
+# the coordinator.  Its lock-mode sandbox_lock and sandbox_ensure, though
+# not plain calls, reach the key's worker (with Citus 13.2.2 and 14.0.1):
+# the planner folds their computed wait into a value, and Citus does not
+# look at the select list of SELECT ... FROM f(...).  The two writes of
+# ensureSandbox (sandbox_upsert without an updatedAt) compute their time in
+# SQL (clock_timestamp()) and run on the node called, the key held already:
+# two of the client's four upserts reach the key's worker as calls.
 
 use strict;
 use warnings FATAL => 'all';
