@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type pg from 'pg';
+import pg from 'pg';
 
 import {
   ClaimLostError,
@@ -773,6 +773,40 @@ describe('run driver (createRunDriver)', () => {
       await elsewhere.end();
     }
     assert.equal((await runs.get(runId))?.status, 'completed');
+  });
+
+  test("an app's own type parsers (int8 as bigint, jsonb its way) change no run record and no epoch", async () => {
+    // What the statements of run_create_or_resume, run_get and run_claim
+    // read is the server's text: their results are not cast (so that Citus
+    // sends them to the run's node), and the pool's parsers must not apply.
+    const parsed = newPool(4, {
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === 20
+            ? (value: string) => BigInt(value)
+            : oid === 3802
+              ? () => 'the app parsed this jsonb'
+              : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+      },
+    });
+    try {
+      const runs = createRunStore(parsed);
+      const driver = createRunDriver(parsed);
+      const runId = id('parsers');
+      const created = await runs.createOrResume({ runId, threadId: 't', startedAt: 7 });
+      assert.equal(created.runId, runId);
+      assert.equal(created.status, 'running');
+      const epoch = await driver.claim(
+        { runs, locks: createLockStore(parsed, { mode: 'lease', waitMs: null, leaseMs: 30_000 }), runId },
+        async (claim) => claim.epoch,
+      );
+      assert.ok(Number.isSafeInteger(epoch) && epoch >= 1, `epoch ${String(epoch)}`);
+      const record = await runs.get(runId);
+      assert.equal(record?.startedAt, 7);
+      assert.equal(record?.driverEpoch, epoch);
+    } finally {
+      await parsed.end();
+    }
   });
 
   test('pipe outside a claim of this driver rejects', async () => {
